@@ -1,0 +1,125 @@
+#pragma once
+
+/// \file
+/// `redsync::Mutex`: one holder of a named Redlock lock.
+
+#include <redsync/context.hpp>
+#include <redsync/error.hpp>
+#include <redsync/export.hpp>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+
+namespace redsync {
+
+namespace detail {
+struct mutex_state;
+}
+
+/// One holder of the lock called `name()` across the nodes of a `Redsync`.
+/// Made by `Redsync::new_mutex`; movable, not copyable.
+///
+/// Two ways to call it:
+/// - with a `context` (deadline and/or cancellation), every call returns a
+///   `result`: success, or the reason (`errc::busy`, `no_quorum`, ...) with
+///   each node's answer. This is the primary API (go-redsync's `LockContext`,
+///   `UnlockContext`, ...): `auto r = m.lock(redsync::context{});`
+/// - without, `lock`/`try_lock`/`unlock`/`try_lock_for`/`try_lock_until`
+///   follow the standard *Lockable*/*TimedLockable* requirements, so
+///   `std::lock_guard`, `std::unique_lock` and `std::scoped_lock` work:
+///   `lock()` throws `lock_error` if it cannot acquire, `unlock()` never throws
+///   (a failed release is reported to `last_result()`).
+///
+/// Thread safety: a `Mutex` is one holder; give each thread that contends for
+/// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
+/// serialized internally, so concurrent calls do not corrupt it, but they act
+/// as the same holder. Blocking calls may be made from any thread except the
+/// loop thread of an application-owned loop.
+class REDSYNC_API Mutex {
+ public:
+  using clock = std::chrono::steady_clock;
+  using callback = std::function<void(result)>;
+
+  Mutex(Mutex&&) noexcept;
+  Mutex& operator=(Mutex&&) noexcept;
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+  /// Does not block. If the lock is still held, a release is sent to every
+  /// node in the background (fire and forget).
+  ~Mutex();
+
+  // -- primary API: a context in, a result out ------------------------------
+
+  /// Acquires the lock: up to `tries` attempts separated by the retry delay.
+  /// Each attempt sends `SET name value NX PX expiry` to every node at once and
+  /// succeeds when a quorum (N/2+1) agreed and `expiry - elapsed - drift > 0`;
+  /// a failed attempt is released on every node before the next one.
+  /// Errors: busy, no_quorum, validity_elapsed, cancelled, deadline_exceeded.
+  result lock(const context& ctx);
+  /// One attempt of `lock` (no retries).
+  result try_lock(const context& ctx);
+  /// Compare-and-delete on every node; succeeds iff a quorum deleted our
+  /// value. Errors: taken (names the nodes), expired, no_quorum, not_held.
+  /// The release reaches every node even if `ctx` has expired or is cancelled.
+  result unlock(const context& ctx);
+  /// Compare-and-PEXPIRE (or SET NX with `set_nx_on_extend`) on every node;
+  /// on a quorum, `until()` is recomputed as start + expiry - elapsed - drift.
+  /// Errors: taken, expired, validity_elapsed, no_quorum, not_held.
+  result extend(const context& ctx = {});
+  /// Checks over the network that a quorum of nodes still hold our value.
+  /// Errors: taken, expired, no_quorum, not_held.
+  result valid(const context& ctx = {});
+
+  // -- standard Lockable / TimedLockable ------------------------------------
+
+  /// Blocks until acquired; throws `lock_error` after `tries` failed attempts.
+  void lock();
+  /// One attempt; true if acquired.
+  bool try_lock();
+  /// Keeps trying (up to `tries`) until `d` has passed; true if acquired.
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until(clock::now() + std::chrono::duration_cast<clock::duration>(d));
+  }
+  /// Keeps trying (up to `tries`) until `t`; true if acquired.
+  bool try_lock_until(clock::time_point t);
+  /// Releases; never throws. If the release fails, `last_result()` says why.
+  void unlock() noexcept;
+
+  // -- asynchronous API (callbacks run on the loop thread) --------------------
+
+  /// Like `lock(ctx)`; `done` runs exactly once, on the loop thread, never
+  /// inside this call.
+  void lock_async(const context& ctx, callback done);
+  void try_lock_async(const context& ctx, callback done);
+  void unlock_async(const context& ctx, callback done);
+  void extend_async(const context& ctx, callback done);
+  /// `std::future` forms of the same calls.
+  std::future<result> lock_future(const context& ctx = {});
+  std::future<result> unlock_future(const context& ctx = {});
+  std::future<result> extend_future(const context& ctx = {});
+
+  // -- state (local, no network) --------------------------------------------
+
+  /// The lock's name (the Redis key).
+  const std::string& name() const noexcept;
+  /// The value of the current (or last) acquisition; empty before the first.
+  std::string value() const;
+  /// When the validity of the current acquisition ends (steady clock);
+  /// `time_point{}` if never acquired.
+  clock::time_point until() const;
+  /// True if acquired, not released, and `until()` is still in the future.
+  bool held() const;
+  /// The outcome of the last call, including the standard-style ones.
+  result last_result() const;
+
+ private:
+  friend class Redsync;
+  explicit Mutex(std::shared_ptr<detail::mutex_state> state);
+  std::shared_ptr<detail::mutex_state> state_;
+};
+
+}  // namespace redsync

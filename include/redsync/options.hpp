@@ -1,0 +1,102 @@
+#pragma once
+
+/// \file
+/// Configuration: how to reach each node, how the `Redsync` runs, and how each
+/// `Mutex` behaves. Every field documents its unit and default; everything is
+/// validated once, at construction, and a bad value throws `config_error`
+/// naming the field and the value.
+
+#include <redsync/export.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+struct uv_loop_s;
+
+namespace redsync {
+
+using namespace std::chrono_literals;
+
+/// How to reach one Redis master.
+struct node_options {
+  /// TCP host name or address. Default "127.0.0.1". Ignored with `unix_path`.
+  std::string host = "127.0.0.1";
+  /// TCP port, 1..65535. Default 6379.
+  int port = 6379;
+  /// Unix socket path; when set, the node is reached over it, not TCP.
+  std::string unix_path;
+  /// ACL user name (Redis 6+); empty = the default user.
+  std::string username;
+  /// Password for AUTH; empty = no AUTH.
+  std::string password;
+  /// Logical database for SELECT, >= 0. Default 0.
+  int db = 0;
+
+  /// Parses `redis://[user[:password]@]host[:port][/db]` or
+  /// `unix:///path/redis.sock[?db=N]` (user/password percent-decoded; IPv6
+  /// hosts in brackets). Throws `config_error` naming the URI and the problem.
+  static node_options parse(std::string_view uri);
+
+  /// `host:port` or `unix:/path`, as used in results and messages.
+  std::string address() const;
+};
+
+/// How a `Redsync` talks to its nodes.
+struct redsync_options {
+  /// Connections per node, >= 1. Default 1: commands are pipelined, so one
+  /// connection carries many concurrent calls. Calls on the same lock name
+  /// always use the same connection, so the server runs them in send order.
+  std::size_t pool_size = 1;
+  /// Time allowed to establish a connection. Default 1 s. The handshake
+  /// (AUTH/SELECT) is pipelined with the first command and bounded by that
+  /// command's timeout.
+  std::chrono::milliseconds connect_timeout = 1000ms;
+  /// Backoff before reconnecting a dropped connection: starts at `min`,
+  /// doubles per failure up to `max`. During backoff, commands to the node fail
+  /// at once as `unreachable`. Defaults 20 ms and 1 s.
+  std::chrono::milliseconds reconnect_backoff_min = 20ms;
+  std::chrono::milliseconds reconnect_backoff_max = 1000ms;
+  /// Run on this libuv loop, owned by the application, instead of on a loop
+  /// thread owned by the `Redsync` (default: nullptr = own thread). With an
+  /// external loop, blocking calls must not be made from the loop's thread
+  /// (they return `errc::would_deadlock`); use the `*_async` calls there.
+  uv_loop_s* loop = nullptr;
+};
+
+/// How a `Mutex` acquires, extends and releases. Defaults match go-redsync v4.
+struct mutex_options {
+  /// Lock lifetime on each node (the PX of SET). Default 8 s. Must exceed
+  /// drift + per-node command timeout.
+  std::chrono::milliseconds expiry = 8s;
+  /// Acquisition attempts made by `lock`, >= 1. Default 32. `try_lock` makes 1.
+  int tries = 32;
+  /// Delay before attempt `try_number + 1` (try_number counts from 1). Default
+  /// (empty): uniformly random in [50 ms, 250 ms).
+  std::function<std::chrono::milliseconds(int try_number)> retry_delay;
+  /// Clock drift allowance: drift = expiry * drift_factor + 2 ms. In [0, 1).
+  /// Default 0.01.
+  double drift_factor = 0.01;
+  /// Per-node command timeout = expiry * timeout_factor. In (0, 1).
+  /// Default 0.05 (400 ms with the default expiry).
+  double timeout_factor = 0.05;
+  /// Makes each acquisition's value. Default (empty): 16 bytes from the OS
+  /// CSPRNG, base64-encoded (24 characters). Must return non-empty strings.
+  std::function<std::string()> value_generator;
+  /// A fixed value instead of a generated one (redsync's WithValue).
+  std::optional<std::string> value;
+  /// Return from an attempt as soon as a quorum is reached or has become
+  /// impossible, instead of waiting for every node. Default false.
+  bool fail_fast = false;
+  /// Contact the nodes in a random order on each attempt. Default false.
+  bool shuffle_nodes = false;
+  /// `extend` re-creates the key with SET NX where it is missing.
+  /// Default false.
+  bool set_nx_on_extend = false;
+};
+
+}  // namespace redsync

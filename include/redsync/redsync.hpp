@@ -1,0 +1,64 @@
+#pragma once
+
+/// \file
+/// `redsync::Redsync`: the factory for mutexes over N independent Redis
+/// masters. Including this header gives the whole public API.
+
+#include <redsync/context.hpp>
+#include <redsync/error.hpp>
+#include <redsync/export.hpp>
+#include <redsync/mutex.hpp>
+#include <redsync/options.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redsync {
+
+namespace detail {
+class engine;
+}
+
+/// Holds one connection pool per Redis master and the libuv loop that drives
+/// them. Thread-safe: share one `Redsync` between threads.
+///
+/// \code
+/// redsync::Redsync rs({"redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
+///                      "redis://127.0.0.1:7003"});
+/// auto m = rs.new_mutex("orders:42", {.expiry = 10s, .tries = 5});
+/// if (auto r = m.lock(redsync::context::timeout(2s)); !r) {
+///   std::cerr << r.describe() << "\n";
+/// }
+/// \endcode
+///
+/// Must outlive every `Mutex` it made. Destruction closes all connections;
+/// calls still in flight complete with `errc::shutting_down`.
+class REDSYNC_API Redsync {
+ public:
+  /// Nodes as URIs (see `node_options::parse`). Throws `config_error` for zero
+  /// nodes, a malformed URI or a bad option. Connections are opened lazily.
+  explicit Redsync(const std::vector<std::string>& node_uris, redsync_options options = {});
+  /// Nodes as option structs.
+  explicit Redsync(std::vector<node_options> nodes, redsync_options options = {});
+  ~Redsync();
+  Redsync(const Redsync&) = delete;
+  Redsync& operator=(const Redsync&) = delete;
+
+  /// A mutex for `name`. Throws `config_error` for an empty name or a bad
+  /// option (the message names the field and the value).
+  Mutex new_mutex(std::string name, mutex_options options = {});
+
+  /// Number of nodes, N.
+  std::size_t node_count() const noexcept;
+  /// Votes needed: N/2 + 1.
+  std::size_t quorum() const noexcept;
+  /// Node addresses, in node order.
+  std::vector<std::string> addresses() const;
+
+ private:
+  std::shared_ptr<detail::engine> engine_;
+};
+
+}  // namespace redsync
