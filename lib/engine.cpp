@@ -1,1 +1,93 @@
-// placeholder: being written
+#include "engine.hpp"
+
+#include "options_check.hpp"
+
+#include <redsync/error.hpp>
+
+#include <uv.h>
+
+#include <future>
+
+namespace redsync::detail {
+
+engine::engine(std::vector<node_options> nodes, const redsync_options& options)
+    : loop_(options.loop), rng_(std::random_device{}()) {
+  check_redsync_options(options);
+  if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
+  pools_.reserve(nodes.size());
+  for (auto& n : nodes) {
+    check_node_options(n);
+    addresses_.push_back(n.address());
+    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), std::move(n), options));
+  }
+}
+
+namespace {
+
+// Closes `pools` on the loop thread and frees them once every handle is
+// closed, then runs `done`. A pool cannot be destroyed from inside its own
+// close callback, so the last callback defers the destruction to a zero timer
+// whose close callback frees everything.
+struct pool_closer {
+  std::vector<std::unique_ptr<node_pool>> pools;
+  std::size_t remaining = 0;
+  std::function<void()> done;
+  uv_timer_t defer{};
+
+  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<node_pool>> pools,
+                    std::function<void()> done) {
+    auto* c = new pool_closer{std::move(pools), 0, std::move(done), {}};
+    uv_timer_init(loop, &c->defer);
+    c->defer.data = c;
+    c->remaining = c->pools.size();
+    if (c->remaining == 0) return c->finish();
+    for (auto& p : c->pools) {
+      p->close([c] {
+        if (--c->remaining == 0) c->finish();
+      });
+    }
+  }
+
+  void finish() {
+    uv_timer_start(
+        &defer,
+        [](uv_timer_t* t) {
+          uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+            auto* self = static_cast<pool_closer*>(h->data);
+            auto done = std::move(self->done);
+            delete self;
+            if (done) done();
+          });
+        },
+        0, 0);
+  }
+};
+
+}  // namespace
+
+void engine::wind_up_tasks() {
+  // Completing a task removes it from the set: iterate over a copy.
+  const std::vector<loop_task*> tasks(tasks_.begin(), tasks_.end());
+  for (loop_task* t : tasks) {
+    if (tasks_.count(t) != 0) t->on_shutdown();
+  }
+}
+
+engine::~engine() {
+  shutting_down_.store(true, std::memory_order_release);
+  if (loop_.on_loop_thread()) {
+    // An application-owned loop destroying us from its own thread: we cannot
+    // wait for the loop, so the closer outlives us and frees the pools later.
+    wind_up_tasks();
+    pool_closer::start(loop_.loop(), std::move(pools_), {});
+    return;
+  }
+  std::promise<void> all_closed;
+  loop_.post([this, &all_closed] {
+    wind_up_tasks();
+    pool_closer::start(loop_.loop(), std::move(pools_), [&all_closed] { all_closed.set_value(); });
+  });
+  all_closed.get_future().wait();
+}
+
+}  // namespace redsync::detail

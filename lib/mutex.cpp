@@ -1,1 +1,137 @@
-// placeholder: being written
+// The public Mutex: blocking, standard-style, asynchronous and future forms
+// of the operations in mutex_ops.cpp.
+
+#include "mutex_state.hpp"
+
+#include <redsync/mutex.hpp>
+
+#include <future>
+
+namespace redsync {
+
+using detail::op_kind;
+
+namespace {
+
+// Runs an operation and waits for it on the caller's thread.
+result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx) {
+  if (st.eng.loop().on_loop_thread()) {
+    result r;
+    r.error = make_error_code(errc::would_deadlock);
+    return r;
+  }
+  std::string value;
+  if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
+  // The promise is shared with the callback: it may still be inside
+  // set_value() when the waiting thread wakes up and returns.
+  auto done = std::make_shared<std::promise<result>>();
+  auto f = done->get_future();
+  st.submit(kind, ctx, std::move(value), [done](result r) { done->set_value(std::move(r)); });
+  return f.get();
+}
+
+void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex::callback done) {
+  std::string value;
+  if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
+  st.submit(kind, ctx, std::move(value), std::move(done));
+}
+
+std::future<result> run_future(detail::mutex_state& st, op_kind kind, const context& ctx) {
+  auto p = std::make_shared<std::promise<result>>();
+  auto f = p->get_future();
+  run_async(st, kind, ctx, [p](result r) { p->set_value(std::move(r)); });
+  return f;
+}
+
+}  // namespace
+
+Mutex::Mutex(std::shared_ptr<detail::mutex_state> state) : state_(std::move(state)) {}
+Mutex::Mutex(Mutex&&) noexcept = default;
+Mutex& Mutex::operator=(Mutex&& other) noexcept {
+  if (this != &other) {
+    Mutex old(std::move(*this));
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Mutex::~Mutex() {
+  if (!state_) return;
+  bool held = false;
+  {
+    std::lock_guard lk(state_->mu);
+    held = state_->held;
+  }
+  // Do not leave the lock blocking others until it expires: release it in the
+  // background (the state lives on inside the operation).
+  if (held && !state_->eng.shutting_down()) state_->submit(op_kind::release, {}, {}, nullptr);
+}
+
+result Mutex::lock(const context& ctx) { return run_blocking(*state_, op_kind::acquire, ctx); }
+result Mutex::try_lock(const context& ctx) { return run_blocking(*state_, op_kind::try_acquire, ctx); }
+result Mutex::unlock(const context& ctx) { return run_blocking(*state_, op_kind::release, ctx); }
+result Mutex::extend(const context& ctx) { return run_blocking(*state_, op_kind::extend, ctx); }
+result Mutex::valid(const context& ctx) { return run_blocking(*state_, op_kind::check, ctx); }
+
+void Mutex::lock() {
+  result r = lock(context{});
+  if (!r) throw lock_error(std::move(r));
+}
+
+bool Mutex::try_lock() { return static_cast<bool>(try_lock(context{})); }
+
+bool Mutex::try_lock_until(clock::time_point t) { return static_cast<bool>(lock(context::until(t))); }
+
+void Mutex::unlock() noexcept {
+  try {
+    (void)unlock(context{});
+  } catch (...) {
+    // Only allocation failure can get here; the outcome stays in last_result.
+  }
+}
+
+void Mutex::lock_async(const context& ctx, callback done) {
+  run_async(*state_, op_kind::acquire, ctx, std::move(done));
+}
+void Mutex::try_lock_async(const context& ctx, callback done) {
+  run_async(*state_, op_kind::try_acquire, ctx, std::move(done));
+}
+void Mutex::unlock_async(const context& ctx, callback done) {
+  run_async(*state_, op_kind::release, ctx, std::move(done));
+}
+void Mutex::extend_async(const context& ctx, callback done) {
+  run_async(*state_, op_kind::extend, ctx, std::move(done));
+}
+std::future<result> Mutex::lock_future(const context& ctx) {
+  return run_future(*state_, op_kind::acquire, ctx);
+}
+std::future<result> Mutex::unlock_future(const context& ctx) {
+  return run_future(*state_, op_kind::release, ctx);
+}
+std::future<result> Mutex::extend_future(const context& ctx) {
+  return run_future(*state_, op_kind::extend, ctx);
+}
+
+const std::string& Mutex::name() const noexcept { return state_->name; }
+
+std::string Mutex::value() const {
+  std::lock_guard lk(state_->mu);
+  return state_->value;
+}
+
+Mutex::clock::time_point Mutex::until() const {
+  std::lock_guard lk(state_->mu);
+  return state_->until;
+}
+
+bool Mutex::held() const {
+  std::lock_guard lk(state_->mu);
+  return state_->held && clock::now() < state_->until;
+}
+
+result Mutex::last_result() const {
+  std::lock_guard lk(state_->mu);
+  return state_->last;
+}
+
+}  // namespace redsync

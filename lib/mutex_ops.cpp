@@ -1,1 +1,441 @@
-// placeholder: being written
+// The Redlock flows of a Mutex, as operations on the loop thread:
+// acquire (with retries), release, extend and the ownership check.
+//
+// Every operation runs alone for its mutex (queued behind the previous one),
+// is bounded by its context (deadline timer, stop_token), and ends exactly
+// once in finish(). Cleanup never depends on the context: when an attempt
+// fails or is abandoned, the release is sent to every node where our SET may
+// have been applied before the operation reports.
+
+#include "fanout.hpp"
+#include "loop_timer.hpp"
+#include "mutex_state.hpp"
+#include "quorum.hpp"
+#include "value_generator.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <stop_token>
+
+namespace redsync::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+node_status classify_set(const reply& r) {
+  if (r.type == reply::kind::status && r.str == "OK") return node_status::ok;
+  if (r.type == reply::kind::nil) return node_status::taken;
+  return node_status::reply_error;
+}
+
+node_status classify_three_way(const reply& r) {
+  if (r.type != reply::kind::integer) return node_status::reply_error;
+  if (r.integer == 1) return node_status::ok;
+  if (r.integer == 0) return node_status::missing;
+  if (r.integer == -1) return node_status::taken;
+  return node_status::reply_error;
+}
+
+// Why an acquisition attempt failed. "busy" means the other holders are what
+// stood in the way: the nodes that failed or were left out could not have
+// made up the quorum on their own.
+errc acquire_failure(const tally& t, std::size_t n, std::size_t q) {
+  if (t.ok >= q) return errc::validity_elapsed;
+  const std::size_t unusable = t.failed + t.excluded + t.pending;
+  if (t.taken > 0 && unusable <= n - q) return errc::busy;
+  return errc::no_quorum;
+}
+
+// Why a holder's step (release, extend, check) failed. We only claim
+// "taken" or "expired" when a quorum of nodes told us the state of the key.
+errc holder_failure(const tally& t, std::size_t q) {
+  if (t.ok + t.taken + t.missing >= q) return t.taken > 0 ? errc::taken : errc::expired;
+  return errc::no_quorum;
+}
+
+milliseconds default_retry_delay(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> d(50, 249);  // [50 ms, 250 ms), as redsync
+  return milliseconds{d(rng)};
+}
+
+class operation final : public loop_task, public std::enable_shared_from_this<operation> {
+ public:
+  operation(std::shared_ptr<mutex_state> st, op_kind kind, context ctx, std::string value,
+            std::function<void(result)> done)
+      : st_(std::move(st)),
+        eng_(st_->eng),
+        kind_(kind),
+        ctx_(std::move(ctx)),
+        value_(std::move(value)),
+        done_(std::move(done)),
+        started_at_(clock::now()) {}
+
+  // Caller's thread: hand the operation to the loop, then let the caller's
+  // stop_token reach it (a token already stopped cancels it at once).
+  void submit() {
+    auto self = shared_from_this();
+    eng_.loop().post([self] { self->enqueue(); });
+    if (ctx_.stop.stop_possible()) {
+      std::weak_ptr<operation> weak = self;
+      event_loop* loop = &eng_.loop();
+      stop_cb_.emplace(ctx_.stop, canceller{weak, loop});
+    }
+  }
+
+  void on_shutdown() override { abandon(errc::shutting_down); }
+
+ private:
+  struct canceller {
+    std::weak_ptr<operation> op;
+    event_loop* loop;
+    void operator()() const {
+      loop->post([op = op] {
+        if (auto o = op.lock()) o->abandon(errc::cancelled);
+      });
+    }
+  };
+
+  void enqueue() {
+    if (finished_) return;
+    // From here until finish() the operation owns itself: timers and rounds
+    // may be the only things pointing at it.
+    self_ = shared_from_this();
+    eng_.add_task(this);
+    registered_ = true;
+    if (st_->busy) {
+      st_->queue.push_back([self = shared_from_this()] { self->run(); });
+      return;
+    }
+    st_->busy = true;
+    run();
+  }
+
+  void run() {
+    started_ = true;
+    if (finished_) return advance_queue();
+    if (eng_.shutting_down()) return finish(errc::shutting_down);
+    if (ctx_.deadline != clock::time_point::max()) {
+      deadline_timer_ = loop_timer::create(eng_.loop().loop());
+      const auto left = duration_cast<microseconds>(ctx_.deadline - clock::now());
+      deadline_timer_->start(left, [this] { abandon(errc::deadline_exceeded); });
+    }
+    switch (kind_) {
+      case op_kind::acquire:
+      case op_kind::try_acquire: return begin_acquire();
+      case op_kind::release: return begin_release();
+      case op_kind::extend: return begin_holder_round(op_kind::extend);
+      case op_kind::check: return begin_holder_round(op_kind::check);
+    }
+  }
+
+  // ---- acquisition ---------------------------------------------------------
+
+  void begin_acquire() {
+    if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
+    {
+      std::lock_guard lk(st_->mu);
+      st_->value = value_;
+      st_->held = false;
+      st_->released = false;
+    }
+    const std::string_view name = st_->name;
+    st_->set_cmd = encode_command({"SET", name, value_, "NX", "PX", st_->expiry_ms});
+    st_->release_call = make_script_call(release_script(), {name}, {value_});
+    st_->extend_call = make_script_call(extend_script(), {name},
+                                        {value_, st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
+    max_tries_ = kind_ == op_kind::try_acquire ? 1 : st_->opts.tries;
+    attempt();
+  }
+
+  void attempt() {
+    ++attempts_;
+    attempt_start_ = clock::now();
+    in_round_ = true;
+    round_spec spec;
+    spec.send = [cmd = st_->set_cmd, route = st_->route, timeout = st_->timeout](
+                    node_pool& pool, command_callback cb) {
+      pool.send(route, cmd, timeout, std::move(cb));
+    };
+    spec.classify = classify_set;
+    spec.quorum = eng_.quorum();
+    spec.fail_fast = st_->opts.fail_fast;
+    spec.shuffle = st_->opts.shuffle_nodes;
+    run_round(eng_, std::move(spec),
+              [self = shared_from_this()](tally&& t) { self->on_attempt(std::move(t)); });
+  }
+
+  void on_attempt(tally&& t) {
+    in_round_ = false;
+    if (finished_) return;  // abandoned: the release already went out
+    const auto now = clock::now();
+    const auto elapsed = duration_cast<microseconds>(now - attempt_start_);
+    const auto left = validity(st_->opts.expiry, elapsed, st_->drift);
+    last_ = std::move(t);
+    if (last_.ok >= eng_.quorum() && left > microseconds::zero()) {
+      {
+        std::lock_guard lk(st_->mu);
+        st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
+        st_->held = true;
+      }
+      return finish({});
+    }
+    const errc why = acquire_failure(last_, eng_.size(), eng_.quorum());
+    release_failed_attempt(why);
+  }
+
+  // Undo a failed attempt. Nodes that answered "taken" or with an error did
+  // not apply our SET and need nothing. Nodes that said yes get a release we
+  // wait for (they are responsive, so this costs one round trip). Nodes that
+  // timed out, dropped, or were not awaited may still apply the SET later:
+  // they get a release too, on the same connection, so the server runs it
+  // after the SET; we do not wait for those, a hung node must not stall us.
+  void release_failed_attempt(errc why) {
+    failure_ = why;
+    std::vector<bool> skip(eng_.size(), true);
+    bool any_awaited = false;
+    for (std::size_t i = 0; i < eng_.size(); ++i) {
+      switch (last_.nodes[i].status) {
+        case node_status::ok:
+          skip[i] = false;
+          any_awaited = true;
+          break;
+        case node_status::timeout:
+        case node_status::unreachable:
+        case node_status::not_awaited:
+          send_release_unawaited(i);
+          break;
+        default: break;
+      }
+    }
+    if (!any_awaited) return after_failed_attempt();
+    in_round_ = true;
+    round_spec spec = release_spec();
+    spec.fail_fast = false;
+    spec.excluded = std::move(skip);
+    run_round(eng_, std::move(spec), [self = shared_from_this()](tally&&) {
+      self->in_round_ = false;
+      if (!self->finished_) self->after_failed_attempt();
+    });
+  }
+
+  void after_failed_attempt() {
+    if (attempts_ >= max_tries_) return finish(failure_);
+    const int try_number = attempts_;
+    const milliseconds delay = st_->opts.retry_delay ? st_->opts.retry_delay(try_number)
+                                                     : default_retry_delay(eng_.rng());
+    if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
+    retry_timer_->start(duration_cast<microseconds>(delay), [this] { attempt(); });
+  }
+
+  void send_release_unawaited(std::size_t i) {
+    send_script(eng_.node(i), st_->route, st_->release_call, st_->timeout, [](command_result&&) {});
+  }
+
+  // ---- release, extend, check ----------------------------------------------
+
+  round_spec release_spec() {
+    round_spec spec;
+    spec.send = [call = st_->release_call, route = st_->route, timeout = st_->timeout](
+                    node_pool& pool, command_callback cb) {
+      send_script(pool, route, call, timeout, std::move(cb));
+    };
+    spec.classify = classify_three_way;
+    spec.quorum = eng_.quorum();
+    spec.fail_fast = st_->opts.fail_fast;
+    spec.shuffle = st_->opts.shuffle_nodes;
+    return spec;
+  }
+
+  bool has_value(bool for_release) {
+    std::lock_guard lk(st_->mu);
+    if (st_->value.empty()) return false;
+    return !(for_release && st_->released);
+  }
+
+  void begin_release() {
+    if (!has_value(true)) return finish(errc::not_held);
+    // The release is sent before the context is looked at: cleanup is never
+    // skipped because a deadline passed or the caller cancelled.
+    in_round_ = true;
+    run_round(eng_, release_spec(), [self = shared_from_this()](tally&& t) {
+      self->in_round_ = false;
+      if (self->finished_) return;
+      self->last_ = std::move(t);
+      const bool ok = self->last_.ok >= self->eng_.quorum();
+      const errc why = ok ? errc{} : holder_failure(self->last_, self->eng_.quorum());
+      if (ok || why != errc::no_quorum) {
+        // Released, or known to be gone: either way we no longer hold it.
+        std::lock_guard lk(self->st_->mu);
+        self->st_->held = false;
+        self->st_->released = ok;
+      }
+      self->finish(why);
+    });
+  }
+
+  void begin_holder_round(op_kind kind) {
+    if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
+    if (!has_value(false)) return finish(errc::not_held);
+    if (kind == op_kind::extend) {
+      std::lock_guard lk(st_->mu);
+      if (st_->released) return finish(errc::not_held);
+    }
+    round_spec spec;
+    if (kind == op_kind::extend) {
+      spec.send = [call = st_->extend_call, route = st_->route, timeout = st_->timeout](
+                      node_pool& pool, command_callback cb) {
+        send_script(pool, route, call, timeout, std::move(cb));
+      };
+    } else {
+      auto call = std::make_shared<script_call>(
+          make_script_call(check_script(), {st_->name}, {value_snapshot()}));
+      spec.send = [call, route = st_->route, timeout = st_->timeout](node_pool& pool,
+                                                                     command_callback cb) {
+        send_script(pool, route, *call, timeout, std::move(cb));
+      };
+    }
+    spec.classify = classify_three_way;
+    spec.quorum = eng_.quorum();
+    spec.fail_fast = st_->opts.fail_fast;
+    spec.shuffle = st_->opts.shuffle_nodes;
+    attempts_ = 1;
+    attempt_start_ = clock::now();
+    in_round_ = true;
+    run_round(eng_, std::move(spec), [self = shared_from_this(), kind](tally&& t) {
+      self->in_round_ = false;
+      if (!self->finished_) self->on_holder_round(kind, std::move(t));
+    });
+  }
+
+  void on_holder_round(op_kind kind, tally&& t) {
+    last_ = std::move(t);
+    const auto q = eng_.quorum();
+    if (last_.ok < q) return finish(holder_failure(last_, q));
+    if (kind == op_kind::extend) {
+      const auto elapsed = duration_cast<microseconds>(clock::now() - attempt_start_);
+      if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero())
+        return finish(errc::validity_elapsed);
+      std::lock_guard lk(st_->mu);
+      st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
+      st_->held = true;
+    }
+    finish({});
+  }
+
+  std::string value_snapshot() {
+    std::lock_guard lk(st_->mu);
+    return st_->value;
+  }
+
+  // ---- ending ----------------------------------------------------------------
+
+  // Deadline, cancellation or shutdown. If an acquisition round is in flight,
+  // our SET may land on any node: release everywhere first.
+  void abandon(errc why) {
+    if (finished_) return;
+    if (in_round_ && (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire) &&
+        !eng_.shutting_down()) {
+      for (std::size_t i = 0; i < eng_.size(); ++i) send_release_unawaited(i);
+    }
+    finish(why);
+  }
+
+  void finish(errc why) {
+    if (finished_) return;
+    finished_ = true;
+    const auto keep_alive = std::move(self_);
+    if (deadline_timer_) {
+      deadline_timer_->close();
+      deadline_timer_ = nullptr;
+    }
+    if (retry_timer_) {
+      retry_timer_->close();
+      retry_timer_ = nullptr;
+    }
+    if (registered_) eng_.remove_task(this);
+    result r;
+    if (why != errc{}) r.error = make_error_code(why);
+    r.nodes = std::move(last_.nodes);
+    r.attempts = attempts_;
+    r.elapsed = duration_cast<microseconds>(clock::now() - started_at_);
+    {
+      std::lock_guard lk(st_->mu);
+      st_->last = r;
+    }
+    auto done = std::move(done_);
+    // The stop callback may be running on another thread right now; its
+    // destructor waits for it, and it only posts, so this cannot deadlock.
+    stop_cb_.reset();
+    if (done) done(std::move(r));
+    if (started_) advance_queue();
+  }
+
+  void advance_queue() {
+    if (st_->queue.empty()) {
+      st_->busy = false;
+      return;
+    }
+    auto next = std::move(st_->queue.front());
+    st_->queue.pop_front();
+    next();
+  }
+
+  std::shared_ptr<mutex_state> st_;
+  engine& eng_;
+  const op_kind kind_;
+  const context ctx_;
+  const std::string value_;
+  std::function<void(result)> done_;
+  const clock::time_point started_at_;
+
+  std::shared_ptr<operation> self_;
+  std::optional<std::stop_callback<canceller>> stop_cb_;
+  loop_timer* deadline_timer_ = nullptr;
+  loop_timer* retry_timer_ = nullptr;
+  bool registered_ = false;
+  bool started_ = false;
+  bool finished_ = false;
+  bool in_round_ = false;
+  int attempts_ = 0;
+  int max_tries_ = 1;
+  errc failure_ = errc::no_quorum;
+  clock::time_point attempt_start_{};
+  tally last_;
+};
+
+}  // namespace
+
+mutex_state::mutex_state(engine& e, std::string n, mutex_options o)
+    : eng(e),
+      name(std::move(n)),
+      opts(std::move(o)),
+      route(std::hash<std::string_view>{}(name)),
+      timeout(command_timeout(opts.expiry, opts.timeout_factor)),
+      drift(detail::drift(opts.expiry, opts.drift_factor)),
+      expiry_ms(std::to_string(opts.expiry.count())) {}
+
+std::string mutex_state::make_value() const {
+  if (opts.value) return *opts.value;
+  if (opts.value_generator) {
+    std::string v = opts.value_generator();
+    if (v.empty())
+      throw config_error(
+          fmt::format("mutex_options.value_generator returned an empty value for lock \"{}\"", name));
+    return v;
+  }
+  return random_value();
+}
+
+void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+                         std::function<void(result)> done) {
+  auto op = std::make_shared<operation>(shared_from_this(), kind, ctx, std::move(value_for_acquire),
+                                        std::move(done));
+  op->submit();
+}
+
+}  // namespace redsync::detail

@@ -1,1 +1,37 @@
-// placeholder: being written
+#include "engine.hpp"
+#include "mutex_state.hpp"
+#include "options_check.hpp"
+
+#include <redsync/redsync.hpp>
+
+namespace redsync {
+
+namespace {
+
+std::vector<node_options> parse_all(const std::vector<std::string>& uris) {
+  std::vector<node_options> nodes;
+  nodes.reserve(uris.size());
+  for (const auto& u : uris) nodes.push_back(node_options::parse(u));
+  return nodes;
+}
+
+}  // namespace
+
+Redsync::Redsync(const std::vector<std::string>& node_uris, redsync_options options)
+    : Redsync(parse_all(node_uris), std::move(options)) {}
+
+Redsync::Redsync(std::vector<node_options> nodes, redsync_options options)
+    : engine_(std::make_shared<detail::engine>(std::move(nodes), options)) {}
+
+Redsync::~Redsync() = default;
+
+Mutex Redsync::new_mutex(std::string name, mutex_options options) {
+  detail::check_mutex_options(name, options);
+  return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(name), std::move(options)));
+}
+
+std::size_t Redsync::node_count() const noexcept { return engine_->size(); }
+std::size_t Redsync::quorum() const noexcept { return engine_->quorum(); }
+std::vector<std::string> Redsync::addresses() const { return engine_->addresses(); }
+
+}  // namespace redsync

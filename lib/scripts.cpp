@@ -1,1 +1,109 @@
-// placeholder: being written
+#include "scripts.hpp"
+
+#include "sha1.hpp"
+
+#include <fmt/format.h>
+
+namespace redsync::detail {
+
+namespace {
+
+// Compare-and-delete: only the holder of the value may delete the key. The
+// three-way answer lets unlock tell "expired" (0) from "taken" (-1).
+constexpr std::string_view release_source = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+elseif v == false then
+  return 0
+end
+return -1
+)lua";
+
+// Compare-and-PEXPIRE, optionally re-creating a missing key (never
+// overwriting another holder's value).
+constexpr std::string_view extend_source = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif v == false then
+  if ARGV[3] == '1' then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 1
+  end
+  return 0
+end
+return -1
+)lua";
+
+// Read-only ownership check, three-way like the others.
+constexpr std::string_view check_source = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  return 1
+elseif v == false then
+  return 0
+end
+return -1
+)lua";
+
+}  // namespace
+
+const lua_script& check_script() {
+  static const lua_script s{check_source, sha1_hex(check_source)};
+  return s;
+}
+
+const lua_script& release_script() {
+  static const lua_script s{release_source, sha1_hex(release_source)};
+  return s;
+}
+
+const lua_script& extend_script() {
+  static const lua_script s{extend_source, sha1_hex(extend_source)};
+  return s;
+}
+
+script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
+                             const std::vector<std::string_view>& args) {
+  const std::string numkeys = std::to_string(keys.size());
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back("EVALSHA");
+  argv.push_back(s.sha1);
+  argv.push_back(numkeys);
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  script_call call;
+  call.script = &s;
+  call.evalsha = encode_command(argv);
+  argv[0] = "EVAL";
+  argv[1] = s.source;
+  call.eval = encode_command(argv);
+  return call;
+}
+
+void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
+                 std::chrono::microseconds timeout, command_callback done) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  pool.send(route, call.evalsha, timeout,
+            [&pool, route, eval = call.eval, deadline, done = std::move(done)](
+                command_result&& r) mutable {
+              const bool noscript = r.status == transport_status::ok && r.value.is_error() &&
+                                    r.value.str.starts_with("NOSCRIPT");
+              if (!noscript) return done(std::move(r));
+              // The node lost its script cache (SCRIPT FLUSH, restart): send
+              // the source itself, which also caches it again.
+              const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+                  deadline - clock::now());
+              const auto first_latency = r.latency;
+              pool.send(route, std::move(eval), std::max(left, std::chrono::microseconds{1000}),
+                        [first_latency, done = std::move(done)](command_result&& r2) {
+                          r2.latency += first_latency;
+                          done(std::move(r2));
+                        });
+            });
+}
+
+}  // namespace redsync::detail

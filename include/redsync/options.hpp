@@ -29,11 +29,11 @@ struct node_options {
   /// TCP port, 1..65535. Default 6379.
   int port = 6379;
   /// Unix socket path; when set, the node is reached over it, not TCP.
-  std::string unix_path;
+  std::string unix_path{};
   /// ACL user name (Redis 6+); empty = the default user.
-  std::string username;
+  std::string username{};
   /// Password for AUTH; empty = no AUTH.
-  std::string password;
+  std::string password{};
   /// Logical database for SELECT, >= 0. Default 0.
   int db = 0;
 
@@ -68,6 +68,9 @@ struct redsync_options {
   uv_loop_s* loop = nullptr;
 };
 
+// Every field has a default member initializer, so designated initializers
+// such as `{.expiry = 10s}` compile cleanly under -Wextra -Werror.
+
 /// How a `Mutex` acquires, extends and releases. Defaults match go-redsync v4.
 struct mutex_options {
   /// Lock lifetime on each node (the PX of SET). Default 8 s. Must exceed
@@ -77,7 +80,7 @@ struct mutex_options {
   int tries = 32;
   /// Delay before attempt `try_number + 1` (try_number counts from 1). Default
   /// (empty): uniformly random in [50 ms, 250 ms).
-  std::function<std::chrono::milliseconds(int try_number)> retry_delay;
+  std::function<std::chrono::milliseconds(int try_number)> retry_delay{};
   /// Clock drift allowance: drift = expiry * drift_factor + 2 ms. In [0, 1).
   /// Default 0.01.
   double drift_factor = 0.01;
@@ -86,9 +89,9 @@ struct mutex_options {
   double timeout_factor = 0.05;
   /// Makes each acquisition's value. Default (empty): 16 bytes from the OS
   /// CSPRNG, base64-encoded (24 characters). Must return non-empty strings.
-  std::function<std::string()> value_generator;
+  std::function<std::string()> value_generator{};
   /// A fixed value instead of a generated one (redsync's WithValue).
-  std::optional<std::string> value;
+  std::optional<std::string> value{};
   /// Return from an attempt as soon as a quorum is reached or has become
   /// impossible, instead of waiting for every node. Default false.
   bool fail_fast = false;

@@ -1,0 +1,62 @@
+#pragma once
+
+// The shared core behind a Redsync: the event loop, one node_pool per node,
+// and loop-thread state (the random source). Owned by Redsync; every
+// mutex_state points at it and must not outlive it (documented on Redsync).
+
+#include "event_loop.hpp"
+#include "node_pool.hpp"
+
+#include <redsync/options.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace redsync::detail {
+
+// Work in progress on the loop (an operation with timers) that must be wound
+// up before the engine closes its pools: on_shutdown() completes it with
+// errc::shutting_down and closes its handles.
+struct loop_task {
+  virtual ~loop_task() = default;
+  virtual void on_shutdown() = 0;
+};
+
+class engine {
+ public:
+  engine(std::vector<node_options> nodes, const redsync_options& options);
+  // Closes every pool on the loop (outstanding commands complete with
+  // `shutdown`), then stops the loop.
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  event_loop& loop() noexcept { return loop_; }
+  std::size_t size() const noexcept { return pools_.size(); }
+  std::size_t quorum() const noexcept { return pools_.size() / 2 + 1; }
+  const std::vector<std::string>& addresses() const noexcept { return addresses_; }
+  bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+
+  // Loop thread only.
+  node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+  std::mt19937_64& rng() noexcept { return rng_; }
+  void add_task(loop_task* t) { tasks_.insert(t); }
+  void remove_task(loop_task* t) { tasks_.erase(t); }
+
+ private:
+  void wind_up_tasks();
+
+  event_loop loop_;
+  std::vector<std::unique_ptr<node_pool>> pools_;
+  std::vector<std::string> addresses_;
+  std::mt19937_64 rng_;
+  std::unordered_set<loop_task*> tasks_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace redsync::detail

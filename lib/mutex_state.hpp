@@ -1,0 +1,65 @@
+#pragma once
+
+// What a Mutex handle points at: its configuration, the commands for the
+// current value, and the state visible to every thread. Operations (acquire,
+// release, extend, check) run one at a time on the loop thread.
+
+#include "engine.hpp"
+#include "scripts.hpp"
+
+#include <redsync/context.hpp>
+#include <redsync/error.hpp>
+#include <redsync/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace redsync::detail {
+
+enum class op_kind { acquire, try_acquire, release, extend, check };
+
+struct mutex_state : std::enable_shared_from_this<mutex_state> {
+  using clock = std::chrono::steady_clock;
+
+  mutex_state(engine& e, std::string n, mutex_options o);
+
+  engine& eng;
+  const std::string name;
+  const mutex_options opts;
+  const std::uint64_t route;               // picks the connection on each node
+  const std::chrono::microseconds timeout;  // per-node command timeout
+  const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
+  const std::string expiry_ms;             // PX argument
+
+  // Guarded by `mu`: read from any thread, written on the loop thread.
+  mutable std::mutex mu;
+  std::string value;
+  clock::time_point until{};
+  bool held = false;      // acquired and not yet released
+  bool released = false;  // the last acquisition was released successfully
+  result last;
+
+  // Loop thread only: operations wait here and run one at a time, so a
+  // release never overtakes the acquisition it undoes.
+  std::deque<std::function<void()>> queue;
+  bool busy = false;
+  // Commands for `value`, built once per acquisition.
+  wire_command set_cmd;
+  script_call release_call;
+  script_call extend_call;
+
+  // Makes a value with the configured generator (caller's thread).
+  std::string make_value() const;
+
+  // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
+  // is the value an acquisition will use.
+  void submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+              std::function<void(result)> done);
+};
+
+}  // namespace redsync::detail

@@ -1,0 +1,52 @@
+#pragma once
+
+// The Lua scripts the Redlock flows run on each node, and how they are sent:
+// EVALSHA first, EVAL on NOSCRIPT (so SCRIPT FLUSH or a restarted node is
+// harmless).
+
+#include "node_pool.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+struct lua_script {
+  std::string_view source;
+  std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
+};
+
+// KEYS[1] = name, ARGV[1] = value.
+// Returns 1 if our value was deleted, 0 if the key is missing, -1 if the key
+// holds another value (not ours: left alone).
+const lua_script& release_script();
+
+// KEYS[1] = name, ARGV[1] = value, ARGV[2] = expiry in ms,
+// ARGV[3] = "1" to re-create a missing key (set-NX-on-extend), else "0".
+// Returns 1 if the TTL is ours and now `expiry`, 0 if the key is missing,
+// -1 if it holds another value.
+const lua_script& extend_script();
+
+// KEYS[1] = name, ARGV[1] = value.
+// Returns 1 if the key holds our value, 0 if missing, -1 if another value.
+const lua_script& check_script();
+
+// A script call encoded once for all nodes, in both forms.
+struct script_call {
+  const lua_script* script = nullptr;
+  wire_command evalsha;
+  wire_command eval;  // built up front: one encoding shared by all nodes
+};
+
+script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
+                             const std::vector<std::string_view>& args);
+
+// Sends `call` to `pool` as EVALSHA and, if the node answers NOSCRIPT, again
+// as EVAL on the same route within what is left of `timeout`. `done` runs once.
+void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
+                 std::chrono::microseconds timeout, command_callback done);
+
+}  // namespace redsync::detail
