@@ -269,10 +269,12 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       const bool ok = self->last_.ok >= self->eng_.quorum();
       const errc why = ok ? errc{} : holder_failure(self->last_, self->eng_.quorum());
       if (ok || why != errc::no_quorum) {
-        // Released, or known to be gone: either way we no longer hold it.
+        // Released, or known to be gone (expired/taken on a quorum): this
+        // acquisition is over either way. After no_quorum it may still be
+        // on some nodes, so a retried unlock must still be possible.
         std::lock_guard lk(self->st_->mu);
         self->st_->held = false;
-        self->st_->released = ok;
+        self->st_->released = true;
       }
       self->finish(why);
     });

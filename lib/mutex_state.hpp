@@ -41,7 +41,7 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   std::string value;
   clock::time_point until{};
   bool held = false;      // acquired and not yet released
-  bool released = false;  // the last acquisition was released successfully
+  bool released = false;  // the last acquisition is over (released, or gone on a quorum)
   result last;
 
   // Loop thread only: operations wait here and run one at a time, so a
