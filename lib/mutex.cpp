@@ -134,4 +134,19 @@ result Mutex::last_result() const {
   return state_->last;
 }
 
+bool Mutex::lost() const {
+  std::lock_guard lk(state_->mu);
+  return state_->lost.stop_requested();
+}
+
+std::stop_token Mutex::lost_token() const {
+  std::lock_guard lk(state_->mu);
+  return state_->lost.get_token();
+}
+
+fencing_token Mutex::token() const {
+  std::lock_guard lk(state_->mu);
+  return state_->token;
+}
+
 }  // namespace redsync

@@ -9,6 +9,7 @@
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
+#include <redsync/mutex.hpp>
 #include <redsync/options.hpp>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 
 namespace redsync::detail {
@@ -43,6 +45,8 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   bool held = false;      // acquired and not yet released
   bool released = false;  // the last acquisition is over (released, or gone on a quorum)
   result last;
+  fencing_token token{};
+  std::stop_source lost;  // a fresh source per acquisition
 
   // Loop thread only: operations wait here and run one at a time, so a
   // release never overtakes the acquisition it undoes.

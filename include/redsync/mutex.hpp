@@ -8,6 +8,9 @@
 #include <redsync/export.hpp>
 
 #include <chrono>
+#include <compare>
+#include <cstdint>
+#include <stop_token>
 #include <functional>
 #include <future>
 #include <memory>
@@ -18,6 +21,13 @@ namespace redsync {
 namespace detail {
 struct mutex_state;
 }
+
+/// A number that strictly increases with each successive holder of a name.
+/// A distinct type so it is never confused with a lock value.
+struct fencing_token {
+  std::uint64_t value = 0;
+  friend auto operator<=>(const fencing_token&, const fencing_token&) = default;
+};
 
 /// One holder of the lock called `name()` across the nodes of a `Redsync`.
 /// Made by `Redsync::new_mutex`; movable, not copyable.
@@ -115,6 +125,18 @@ class REDSYNC_API Mutex {
   bool held() const;
   /// The outcome of the last call, including the standard-style ones.
   result last_result() const;
+  /// True once the current acquisition was lost under auto-extension.
+  bool lost() const;
+  /// Stopped when the current acquisition is lost: poll it, or attach a
+  /// `std::stop_callback`, to end long work early. Each acquisition gets a
+  /// fresh token.
+  std::stop_token lost_token() const;
+  /// The fencing token of the current acquisition: strictly greater than the
+  /// token of every earlier holder of this name (as long as a majority of
+  /// nodes keep their data). Pass it to the protected resource, which must
+  /// reject a token lower than the highest it has seen. 0 before the first
+  /// acquisition.
+  fencing_token token() const;
 
  private:
   friend class Redsync;

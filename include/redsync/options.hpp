@@ -6,6 +6,7 @@
 /// validated once, at construction, and a bad value throws `config_error`
 /// naming the field and the value.
 
+#include <redsync/error.hpp>
 #include <redsync/export.hpp>
 
 #include <chrono>
@@ -100,6 +101,24 @@ struct mutex_options {
   /// `extend` re-creates the key with SET NX where it is missing.
   /// Default false.
   bool set_nx_on_extend = false;
+
+  // -- holding safely --------------------------------------------------------
+
+  /// Extend automatically on the loop while the lock is held (a watchdog).
+  /// Default false. If an extension misses its quorum it is retried while the
+  /// local validity leaves room for one; if none can land before `until()`,
+  /// the lock is lost: `on_lost` runs once and `Mutex::lost()` turns true.
+  bool auto_extend = false;
+  /// Time between automatic extensions. Default 0 = expiry / 3.
+  std::chrono::milliseconds auto_extend_interval = 0ms;
+  /// Stop auto-extending once the lock has been held this long since it was
+  /// acquired (the lock then expires and is reported lost). Default 0 = no cap.
+  std::chrono::milliseconds max_hold = 0ms;
+  /// Stop auto-extending after this many extensions. Default 0 = no cap.
+  int max_extensions = 0;
+  /// Called once per acquisition, on the loop thread, when a held lock is
+  /// lost (auto-extension failed, or a cap was reached). Must not block.
+  std::function<void(const result&)> on_lost{};
 };
 
 }  // namespace redsync
