@@ -1,0 +1,28 @@
+#pragma once
+
+// Validation of the option structs, done once when a Redsync or Mutex is
+// built. Each check throws config_error whose message names the field and
+// the bad value (never a password), e.g.
+// `mutex_options.tries = 0: must be at least 1`.
+
+#include <redsync/options.hpp>
+#include <string_view>
+
+namespace redsync::detail {
+
+/// Port in 1..65535, db >= 0, a host or a unix_path, and a password whenever
+/// a username is given.
+void check_node_options(const node_options& node);
+
+/// pool_size in 1..1024, connect_timeout > 0, 0 < backoff min <= backoff max.
+void check_redsync_options(const redsync_options& options);
+
+/// Non-empty name; expiry in (0, max_expiry]; tries >= 1; drift_factor in
+/// [0, 1); timeout_factor in (0, 1); a fixed value non-empty and not combined
+/// with value_generator; auto_extend_interval in [0, expiry), max_hold and
+/// max_extensions not negative; and expiry > drift + per-node command timeout,
+/// so an acquisition that waits for the slowest node can still leave some
+/// validity.
+void check_mutex_options(std::string_view name, const mutex_options& options);
+
+}  // namespace redsync::detail
