@@ -47,6 +47,7 @@ struct round_state {
           n.message = std::move(r.value.str);
         } else {
           n.status = spec.classify(r.value);
+          if (r.value.type == reply::kind::integer) counts.integers[i] = r.value.integer;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;
             n.message = "unexpected reply";
@@ -88,6 +89,7 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
   st->spec = std::move(spec);
   st->done = std::move(done);
   st->counts.nodes.resize(n);
+  st->counts.integers.assign(n, 0);
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (st->spec.shuffle) std::shuffle(order.begin(), order.end(), eng.rng());

@@ -27,8 +27,10 @@ using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-node_status classify_set(const reply& r) {
-  if (r.type == reply::kind::status && r.str == "OK") return node_status::ok;
+// The acquire script answers the node's fencing counter where SET NX won,
+// nil where the key already exists.
+node_status classify_acquire(const reply& r) {
+  if (r.type == reply::kind::integer) return node_status::ok;
   if (r.type == reply::kind::nil) return node_status::taken;
   return node_status::reply_error;
 }
@@ -102,6 +104,9 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void enqueue() {
     if (finished_) return;
+    // A release stops the watchdog before it is queued: no automatic
+    // extension can run after it and re-create the key.
+    if (kind_ == op_kind::release && st_->wd) st_->wd->stop();
     // From here until finish() the operation owns itself: timers and rounds
     // may be the only things pointing at it.
     self_ = shared_from_this();
@@ -130,6 +135,9 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       case op_kind::release: return begin_release();
       case op_kind::extend: return begin_holder_round(op_kind::extend);
       case op_kind::check: return begin_holder_round(op_kind::check);
+      case op_kind::auto_extend:
+        if (!st_->wd || !st_->wd->active()) return finish(errc::not_held);
+        return begin_holder_round(op_kind::extend);
     }
   }
 
@@ -137,14 +145,17 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void begin_acquire() {
     if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
+    if (st_->wd) st_->wd->stop();
     {
       std::lock_guard lk(st_->mu);
       st_->value = value_;
       st_->held = false;
       st_->released = false;
+      st_->token = fencing_token{};
+      st_->lost = std::stop_source{};
     }
     const std::string_view name = st_->name;
-    st_->set_cmd = encode_command({"SET", name, value_, "NX", "PX", st_->expiry_ms});
+    st_->acquire_call = make_script_call(acquire_script(), {name, st_->fence_key}, {value_, st_->expiry_ms});
     st_->release_call = make_script_call(release_script(), {name}, {value_});
     st_->extend_call = make_script_call(extend_script(), {name},
                                         {value_, st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
@@ -157,11 +168,11 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec;
-    spec.send = [cmd = st_->set_cmd, route = st_->route, timeout = st_->timeout](
+    spec.send = [call = st_->acquire_call, route = st_->route, timeout = st_->timeout](
                     node_pool& pool, command_callback cb) {
-      pool.send(route, cmd, timeout, std::move(cb));
+      send_script(pool, route, call, timeout, std::move(cb));
     };
-    spec.classify = classify_set;
+    spec.classify = classify_acquire;
     spec.quorum = eng_.quorum();
     spec.fail_fast = st_->opts.fail_fast;
     spec.shuffle = st_->opts.shuffle_nodes;
@@ -172,20 +183,73 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
   void on_attempt(tally&& t) {
     in_round_ = false;
     if (finished_) return;  // abandoned: the release already went out
-    const auto now = clock::now();
-    const auto elapsed = duration_cast<microseconds>(now - attempt_start_);
-    const auto left = validity(st_->opts.expiry, elapsed, st_->drift);
     last_ = std::move(t);
-    if (last_.ok >= eng_.quorum() && left > microseconds::zero()) {
-      {
-        std::lock_guard lk(st_->mu);
-        st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
-        st_->held = true;
-      }
-      return finish({});
+    if (last_.ok < eng_.quorum()) {
+      return release_failed_attempt(acquire_failure(last_, eng_.size(), eng_.quorum()));
     }
-    const errc why = acquire_failure(last_, eng_.size(), eng_.quorum());
-    release_failed_attempt(why);
+    // Fencing token. Each node where our SET won answered its counter after
+    // INCR; the token is the maximum T over them. Claim: every later holder
+    // of this name gets a token > T, as long as a majority of nodes keep
+    // their data.
+    // Proof: before we report success, a quorum Q1 of nodes has counter >= T
+    // (either they answered T, or the write-back below raised them to T while
+    // the key still held our value there). A later holder wins on a quorum
+    // Q2; Q1 and Q2 intersect in some node x. On x, our SET (and write-back)
+    // ran before the later holder's SET NX could succeed, since our key had
+    // to be gone first; counters only grow, so its INCR on x yields > T, and
+    // its token, a maximum that includes x, is > T. The common case (a
+    // quorum already answered T) needs no second round trip.
+    std::int64_t token = 0;
+    for (std::size_t i = 0; i < eng_.size(); ++i)
+      if (last_.nodes[i].status == node_status::ok) token = std::max<std::int64_t>(token, last_.integers[i]);
+    std::size_t at_token = 0;
+    std::vector<bool> behind(eng_.size(), true);  // "excluded" = not written back
+    for (std::size_t i = 0; i < eng_.size(); ++i) {
+      if (last_.nodes[i].status != node_status::ok) continue;
+      if (last_.integers[i] == token) ++at_token;
+      else behind[i] = false;
+    }
+    if (at_token >= eng_.quorum()) return acquired(token);
+    write_back_token(token, at_token, std::move(behind));
+  }
+
+  void write_back_token(std::int64_t token, std::size_t at_token, std::vector<bool> skip) {
+    const std::string token_text = std::to_string(token);
+    auto call = std::make_shared<script_call>(
+        make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}));
+    round_spec spec;
+    spec.send = [call, route = st_->route, timeout = st_->timeout](node_pool& pool, command_callback cb) {
+      send_script(pool, route, *call, timeout, std::move(cb));
+    };
+    spec.classify = [](const reply& r) {
+      if (r.type == reply::kind::integer && r.integer == 1) return node_status::ok;
+      if (r.type == reply::kind::integer && r.integer == 0) return node_status::missing;
+      return node_status::reply_error;
+    };
+    spec.quorum = eng_.quorum() - at_token;
+    spec.excluded = std::move(skip);
+    in_round_ = true;
+    run_round(eng_, std::move(spec), [self = shared_from_this(), token, at_token](tally&& wb) {
+      self->in_round_ = false;
+      if (self->finished_) return;
+      if (at_token + wb.ok >= self->eng_.quorum()) return self->acquired(token);
+      self->release_failed_attempt(errc::no_quorum);
+    });
+  }
+
+  void acquired(std::int64_t token) {
+    const auto elapsed = duration_cast<microseconds>(clock::now() - attempt_start_);
+    if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero()) {
+      return release_failed_attempt(errc::validity_elapsed);
+    }
+    {
+      std::lock_guard lk(st_->mu);
+      st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
+      st_->held = true;
+      st_->token = fencing_token{static_cast<std::uint64_t>(token)};
+    }
+    if (st_->wd) st_->wd->start(attempt_start_);
+    finish({});
   }
 
   // Undo a failed attempt. Nodes that answered "taken" or with an error did
@@ -267,7 +331,10 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       if (self->finished_) return;
       self->last_ = std::move(t);
       const bool ok = self->last_.ok >= self->eng_.quorum();
-      const errc why = ok ? errc{} : holder_failure(self->last_, self->eng_.quorum());
+      errc why = ok ? errc{} : holder_failure(self->last_, self->eng_.quorum());
+      // The keys are released either way; the caller must still learn that
+      // the lock had been lost while they thought they held it.
+      if (self->st_->lost.stop_requested()) why = errc::lost;
       if (ok || why != errc::no_quorum) {
         // Released, or known to be gone (expired/taken on a quorum): this
         // acquisition is over either way. After no_quorum it may still be
@@ -365,7 +432,7 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
     r.nodes = std::move(last_.nodes);
     r.attempts = attempts_;
     r.elapsed = duration_cast<microseconds>(clock::now() - started_at_);
-    {
+    if (kind_ != op_kind::auto_extend) {
       std::lock_guard lk(st_->mu);
       st_->last = r;
     }
@@ -419,7 +486,10 @@ mutex_state::mutex_state(engine& e, std::string n, mutex_options o)
       route(std::hash<std::string_view>{}(name)),
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
-      expiry_ms(std::to_string(opts.expiry.count())) {}
+      expiry_ms(std::to_string(opts.expiry.count())),
+      fence_key(detail::fence_key(name)) {
+  if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
+}
 
 std::string mutex_state::make_value() const {
   if (opts.value) return *opts.value;

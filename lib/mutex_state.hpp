@@ -6,6 +6,7 @@
 
 #include "engine.hpp"
 #include "scripts.hpp"
+#include "watchdog.hpp"
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
@@ -23,7 +24,7 @@
 
 namespace redsync::detail {
 
-enum class op_kind { acquire, try_acquire, release, extend, check };
+enum class op_kind { acquire, try_acquire, release, extend, check, auto_extend };
 
 struct mutex_state : std::enable_shared_from_this<mutex_state> {
   using clock = std::chrono::steady_clock;
@@ -37,6 +38,7 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;             // PX argument
+  const std::string fence_key;             // the fencing counter's key
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;
@@ -53,9 +55,11 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   std::deque<std::function<void()>> queue;
   bool busy = false;
   // Commands for `value`, built once per acquisition.
-  wire_command set_cmd;
+  script_call acquire_call;
   script_call release_call;
   script_call extend_call;
+  // Present when auto_extend is on.
+  std::unique_ptr<watchdog> wd;
 
   // Makes a value with the configured generator (caller's thread).
   std::string make_value() const;

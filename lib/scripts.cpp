@@ -47,7 +47,43 @@ end
 return -1
 )lua";
 
+// SET NX and the counter in one atomic step: the token a node hands out is
+// tied to the SET that won there.
+constexpr std::string_view acquire_source = R"lua(
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return false
+)lua";
+
+constexpr std::string_view fence_source = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if c < tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[2], ARGV[2])
+  end
+  return 1
+end
+return 0
+)lua";
+
 }  // namespace
+
+const lua_script& acquire_script() {
+  static const lua_script s{acquire_source, sha1_hex(acquire_source)};
+  return s;
+}
+
+const lua_script& fence_script() {
+  static const lua_script s{fence_source, sha1_hex(fence_source)};
+  return s;
+}
+
+std::string fence_key(std::string_view name) {
+  std::string k(name);
+  k += ":redsync-fence";
+  return k;
+}
 
 const lua_script& check_script() {
   static const lua_script s{check_source, sha1_hex(check_source)};

@@ -19,6 +19,20 @@ struct lua_script {
   std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
 };
 
+// Acquisition with a fencing counter.
+// KEYS[1] = name, KEYS[2] = its fencing counter, ARGV[1] = value,
+// ARGV[2] = expiry in ms. SET NX PX; where it succeeds, INCR the counter and
+// return it (an integer); where the key exists, return nil.
+const lua_script& acquire_script();
+
+// Fencing write-back. KEYS[1] = name, KEYS[2] = counter, ARGV[1] = value,
+// ARGV[2] = token. Only where the key still holds our value, raises the
+// counter to at least the token. Returns 1 if the value was ours, else 0.
+const lua_script& fence_script();
+
+// The key of the fencing counter of lock `name`.
+std::string fence_key(std::string_view name);
+
 // KEYS[1] = name, ARGV[1] = value.
 // Returns 1 if our value was deleted, 0 if the key is missing, -1 if the key
 // holds another value (not ours: left alone).
