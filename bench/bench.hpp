@@ -1,0 +1,44 @@
+#pragma once
+
+// redsync_bench: one measurement per `--only` name, each printing a JSON
+// object. scripts/bench runs them against a 5-node testbed and merges them.
+
+#include "stats.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct config {
+  // redis://host:port of every node.
+  std::vector<std::string> nodes;
+  // Samples per latency figure (floor, cycle, degraded), after `warmup`.
+  int iterations = 2000;
+  int warmup = 200;
+  // Measured window per throughput / hand-over point (after a warm-up of
+  // a tenth of it for throughput).
+  std::chrono::milliseconds duration{3000};
+  // failed_lock: acquisition tries (0 = library default, 32).
+  int tries = 0;
+  // degraded: a label for the cluster state ("2 stopped", ...).
+  std::string label;
+  std::vector<int> lockers{1, 16, 64, 256};
+  std::vector<int> contenders{2, 8, 32};
+  // memory: locks held at once.
+  int locks = 10000;
+};
+
+json run_floor(const config& cfg);
+json run_cycle(const config& cfg);
+json run_throughput(const config& cfg);
+json run_handover(const config& cfg);
+json run_degraded(const config& cfg);
+json run_failed_lock(const config& cfg);
+json run_memory(const config& cfg);
+
+// A name no other run of the bench uses: "bench:<what>:<pid>:<counter>".
+std::string unique_name(std::string_view what);
+
+}  // namespace bench

@@ -1,0 +1,38 @@
+// Uncontended cycle: one name, one Mutex, sequential blocking lock + unlock
+// with an unbounded context. Acquire, release and the whole cycle are timed
+// separately.
+
+#include "bench.hpp"
+
+#include <redsync/redsync.hpp>
+
+namespace bench {
+
+json run_cycle(const config& cfg) {
+  using clock = std::chrono::steady_clock;
+  redsync::Redsync rs(cfg.nodes);
+  auto m = rs.new_mutex(unique_name("cycle"));
+  samples acquire, release, cycle;
+  for (auto* s : {&acquire, &release, &cycle}) s->reserve(static_cast<std::size_t>(cfg.iterations));
+  int failures = 0;
+  for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+    const auto t0 = clock::now();
+    const auto l = m.lock(redsync::context{});
+    const auto t1 = clock::now();
+    const auto u = m.unlock(redsync::context{});
+    const auto t2 = clock::now();
+    if (!l || !u) ++failures;
+    if (i < cfg.warmup) continue;
+    acquire.add(t1 - t0);
+    release.add(t2 - t1);
+    cycle.add(t2 - t0);
+  }
+  json j;
+  j.object("acquire", acquire.summary())
+      .object("release", release.summary())
+      .object("cycle", cycle.summary())
+      .integer("failures", failures);
+  return j;
+}
+
+}  // namespace bench

@@ -1,0 +1,47 @@
+#pragma once
+
+// The library's own transport (event_loop + one node_pool per node), used
+// directly: for the floor measurement and for admin commands (INFO, CONFIG
+// RESETSTAT) that must not go through a Mutex.
+
+#include "event_loop.hpp"
+#include "node_pool.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench {
+
+namespace rd = redsync::detail;
+
+class transport {
+ public:
+  // One pool of one connection per node URI, on a loop thread of its own.
+  explicit transport(const std::vector<std::string>& uris);
+  // Closes every pool on the loop, then stops the loop.
+  ~transport();
+  transport(const transport&) = delete;
+  transport& operator=(const transport&) = delete;
+
+  std::size_t size() const noexcept { return pools_.size(); }
+  rd::event_loop& loop() noexcept { return loop_; }
+  // Loop thread only.
+  rd::node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+
+  // Blocking (not on the loop thread): sends argv to node i and waits.
+  rd::command_result command(std::size_t i, const std::vector<std::string_view>& argv,
+                             std::chrono::milliseconds timeout = std::chrono::milliseconds{2000});
+  // A field of `INFO section` on node i ("" when missing or unreachable).
+  std::string info_field(std::size_t i, std::string_view section, std::string_view field);
+
+ private:
+  rd::event_loop loop_;
+  std::vector<std::unique_ptr<rd::node_pool>> pools_;
+};
+
+}  // namespace bench
