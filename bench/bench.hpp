@@ -17,6 +17,10 @@ struct config {
   // Samples per latency figure (floor, cycle, degraded), after `warmup`.
   int iterations = 2000;
   int warmup = 200;
+  // degraded: samples for the mode that waits for every node (without
+  // fail_fast), where a frozen node makes each cycle take two timeouts.
+  // 0 = `iterations`.
+  int slow_iterations = 0;
   // Measured window per throughput / hand-over point (after a warm-up of
   // a tenth of it for throughput).
   std::chrono::milliseconds duration{3000};

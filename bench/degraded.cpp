@@ -7,22 +7,25 @@
 
 #include <redsync/redsync.hpp>
 
+#include <algorithm>
+
 namespace bench {
 
 namespace {
 
 using clock = std::chrono::steady_clock;
 
-json cycles(redsync::Redsync& rs, const config& cfg, bool fail_fast) {
+json cycles(redsync::Redsync& rs, const config& cfg, bool fail_fast, int iterations) {
   auto m = rs.new_mutex(unique_name("degraded"), {.fail_fast = fail_fast});
   samples cycle;
   int failures = 0;
-  for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+  const int warmup = std::min(cfg.warmup, iterations);
+  for (int i = 0; i < warmup + iterations; ++i) {
     const auto t0 = clock::now();
     const auto l = m.lock(redsync::context{});
     const auto u = l ? m.unlock(redsync::context{}) : redsync::result{};
     if (!l || !u) ++failures;
-    if (i >= cfg.warmup) cycle.add(clock::now() - t0);
+    if (i >= warmup) cycle.add(clock::now() - t0);
   }
   json j;
   j.flag("fail_fast", fail_fast).object("cycle", cycle.summary()).integer("failures", failures);
@@ -35,8 +38,8 @@ json run_degraded(const config& cfg) {
   redsync::Redsync rs(cfg.nodes);
   json j;
   j.text("state", cfg.label)
-      .object("default", cycles(rs, cfg, false))
-      .object("fail_fast", cycles(rs, cfg, true));
+      .object("default", cycles(rs, cfg, false, cfg.slow_iterations > 0 ? cfg.slow_iterations : cfg.iterations))
+      .object("fail_fast", cycles(rs, cfg, true, cfg.iterations));
   return j;
 }
 

@@ -34,6 +34,7 @@ const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
                        memory (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
+  --slow-iterations N  degraded: samples without fail_fast (default: --iterations)
   --duration-ms N      window per throughput/hand-over point (default 3000)
   --lockers A,B,..     throughput concurrency (default 1,16,64,256)
   --contenders A,B,..  hand-over contenders (default 2,8,32)
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
         cfg.iterations = std::stoi(std::string(value()));
       } else if (a == "--warmup") {
         cfg.warmup = std::stoi(std::string(value()));
+      } else if (a == "--slow-iterations") {
+        cfg.slow_iterations = std::stoi(std::string(value()));
       } else if (a == "--duration-ms") {
         cfg.duration = std::chrono::milliseconds{std::stoi(std::string(value()))};
       } else if (a == "--lockers") {
