@@ -1,0 +1,198 @@
+#include "args.hpp"
+
+#include <redsync/error.hpp>
+#include <redsync/options.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+namespace redsync::cli {
+namespace {
+
+const option_spec* find_long(std::span<const option_spec> specs, std::string_view name) {
+  for (const auto& s : specs) {
+    if (s.long_name == name) return &s;
+  }
+  return nullptr;
+}
+
+const option_spec* find_short(std::span<const option_spec> specs, char c) {
+  for (const auto& s : specs) {
+    if (s.short_name != 0 && s.short_name == c) return &s;
+  }
+  return nullptr;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// No duration on the command line needs more than a few days; the bound keeps
+// the arithmetic below far from overflow.
+constexpr std::int64_t max_duration_ms = std::int64_t{7} * 24 * 3600 * 1000;
+
+}  // namespace
+
+bool parsed_args::has(std::string_view name) const { return last(name) != nullptr; }
+
+const std::string* parsed_args::last(std::string_view name) const {
+  const std::string* found = nullptr;
+  for (const auto& [n, v] : options) {
+    if (n == name) found = &v;
+  }
+  return found;
+}
+
+parsed_args parse_args(std::span<char* const> args, std::span<const option_spec> specs) {
+  parsed_args out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--") {
+      out.has_separator = true;
+      out.after_separator.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      out.positionals.emplace_back(arg);
+      continue;
+    }
+    const option_spec* spec = nullptr;
+    std::string_view inline_value;
+    bool has_inline = false;
+    if (arg.starts_with("--")) {
+      std::string_view name = arg.substr(2);
+      if (auto eq = name.find('='); eq != std::string_view::npos) {
+        inline_value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_inline = true;
+      }
+      spec = find_long(specs, name);
+    } else if (arg.size() == 2) {
+      spec = find_short(specs, arg[1]);
+    }
+    if (spec == nullptr) throw usage_error(fmt::format("unknown option \"{}\"", arg));
+    const std::string display = fmt::format("--{}", spec->long_name);
+    if (!spec->takes_value) {
+      if (has_inline) throw usage_error(fmt::format("{}: takes no value", display));
+      out.options.emplace_back(spec->long_name, std::string());
+      continue;
+    }
+    if (has_inline) {
+      out.options.emplace_back(spec->long_name, std::string(inline_value));
+    } else if (i + 1 < args.size()) {
+      out.options.emplace_back(spec->long_name, std::string(args[++i]));
+    } else {
+      throw usage_error(fmt::format("{}: missing value", display));
+    }
+  }
+  return out;
+}
+
+std::chrono::milliseconds parse_duration(std::string_view what, std::string_view text) {
+  const auto invalid = [&](std::string_view why) {
+    return usage_error(fmt::format("{}: invalid duration \"{}\"{}{} (use e.g. 250ms, 8s, 1.5s, 2m)",
+                                   what, text, why.empty() ? "" : ": ", why));
+  };
+  if (text == "0") return std::chrono::milliseconds{0};
+  std::size_t i = 0;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  const std::string_view whole = text.substr(0, i);
+  std::string_view fraction;
+  if (i < text.size() && text[i] == '.') {
+    const std::size_t start = ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
+    fraction = text.substr(start, i - start);
+    if (fraction.empty()) throw invalid("");
+  }
+  if (whole.empty() || whole.size() > 9 || fraction.size() > 9) throw invalid("");
+  const std::string_view unit = text.substr(i);
+  std::int64_t scale = 0;  // milliseconds per unit
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s") {
+    scale = 1000;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else {
+    throw invalid("");
+  }
+  std::int64_t w = 0;
+  std::from_chars(whole.data(), whole.data() + whole.size(), w);
+  // The fraction, as an exact rational f / 10^digits of one unit.
+  std::int64_t f = 0;
+  std::int64_t denom = 1;
+  for (char c : fraction) {
+    f = f * 10 + (c - '0');
+    denom *= 10;
+  }
+  if ((f * scale) % denom != 0) throw invalid("not a whole number of milliseconds");
+  const std::int64_t ms = w * scale + f * scale / denom;
+  if (ms > max_duration_ms) throw invalid("too large");
+  return std::chrono::milliseconds{ms};
+}
+
+int parse_int(std::string_view what, std::string_view text, int min, int max) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || v < min || v > max) {
+    throw usage_error(
+        fmt::format("{}: invalid number \"{}\" (expected an integer in [{}, {}])", what, text, min, max));
+  }
+  return v;
+}
+
+double parse_double(std::string_view what, std::string_view text) {
+  const auto invalid = [&] {
+    return usage_error(fmt::format("{}: invalid number \"{}\"", what, text));
+  };
+  bool digits = false;
+  bool dot = false;
+  for (char c : text) {
+    if (is_digit(c)) {
+      digits = true;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      throw invalid();
+    }
+  }
+  if (!digits || text.size() > 32) throw invalid();
+  // strtod on a validated, NUL-terminated copy: std::from_chars for double
+  // needs a newer libstdc++ than every compiler here ships.
+  const std::string copy(text);
+  return std::strtod(copy.c_str(), nullptr);
+}
+
+std::vector<std::string> parse_nodes(std::string_view what, std::string_view text) {
+  std::vector<std::string> uris;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view uri =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (uri.empty()) throw usage_error(fmt::format("{}: empty node URI in \"{}\"", what, text));
+    try {
+      (void)node_options::parse(uri);
+    } catch (const config_error& e) {
+      throw usage_error(fmt::format("{}: {}", what, e.what()));
+    }
+    uris.emplace_back(uri);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return uris;
+}
+
+std::vector<std::string> resolve_nodes(const parsed_args& args) {
+  if (const std::string* v = args.last("nodes")) return parse_nodes("--nodes", *v);
+  if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
+    return parse_nodes("REDSYNC_NODES", env);
+  }
+  std::vector<std::string> uris;
+  for (int port = 7001; port <= 7005; ++port) uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
+  return uris;
+}
+
+}  // namespace redsync::cli

@@ -1,0 +1,113 @@
+#include "help.hpp"
+
+namespace redsync::cli {
+
+const std::string_view main_help = R"(Usage: redsync COMMAND [OPTIONS]
+
+A distributed flock(1): run a command while holding a Redlock lock on N
+independent Redis masters.
+
+Commands:
+  lock [OPTIONS] NAME -- COMMAND [ARGS...]
+                 acquire NAME, run COMMAND while holding it, release it
+  status [OPTIONS] NAME
+                 show what every node holds for NAME
+  ping [OPTIONS] PING every node, with round-trip times
+  help [COMMAND] this help, or a command's (also: redsync COMMAND --help)
+  --version      print the version
+
+Nodes (all commands):
+  --nodes URI[,URI...]   redis://[user[:password]@]host[:port][/db] or
+                         unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
+                         else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
+
+Durations: 0, or a number with a unit: 250ms, 8s, 1.5s, 2m.
+
+Exit statuses:
+  0..255  lock: the command's own status (128+N if signal N killed it)
+  0       status: a quorum of nodes answered; ping: all nodes up
+  1       ping: some nodes down, a quorum up
+  64      usage or configuration error
+  69      too few nodes reachable for a quorum
+  70      internal error
+  75      lock: could not acquire within --wait / --tries (held elsewhere)
+  79      lock: the lock was lost while the command ran
+  126     lock: the command cannot be executed
+  127     lock: the command was not found
+  128+N   lock: interrupted by signal N while acquiring
+)";
+
+const std::string_view lock_help = R"(Usage: redsync lock [OPTIONS] NAME -- COMMAND [ARGS...]
+
+Acquire the lock NAME, run COMMAND while holding it (the lock is extended
+automatically while COMMAND runs), release it when COMMAND exits, and exit
+with COMMAND's status (128+N if signal N killed it).
+
+COMMAND gets these environment variables:
+  REDSYNC_LOCK_NAME      the lock name
+  REDSYNC_LOCK_VALUE     this holder's random value (see redsync status)
+  REDSYNC_FENCING_TOKEN  the fencing token of this acquisition
+  REDSYNC_NODES          the node URIs, comma-separated
+
+Options:
+  --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --ttl DURATION         lock expiry on each node; default 8s
+  --wait DURATION        give up acquiring after DURATION; 0 = exactly one
+                         try; default: keep trying forever
+  --tries N              at most N acquisition attempts; default unlimited
+  --retry-delay DURATION fixed delay between attempts; default random in
+                         [50ms, 250ms)
+  --drift-factor F       clock drift allowance, a fraction of --ttl in [0, 1);
+                         default 0.01
+  --fail-fast            decide each attempt as soon as the outcome is
+                         certain, without waiting for every node
+  --kill-grace DURATION  after a lost lock, SIGKILL the command this long
+                         after SIGTERM; default 5s
+  -q, --quiet            do not report a failure to acquire or to release
+                         (lost locks and errors are always reported)
+  -v, --verbose          report each node's outcome of acquire and release
+  -h, --help             this help
+
+If the lock is lost while COMMAND runs, COMMAND gets SIGTERM (then SIGKILL
+after --kill-grace) and redsync exits with 79. SIGINT, SIGTERM and SIGHUP sent
+to redsync are forwarded to COMMAND (a terminal's Ctrl-C reaches both
+directly and is not forwarded again); the lock is released when COMMAND exits.
+While acquiring, any of them makes redsync give up and exit with 128+N.
+
+Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable;
+70 internal error; 75 not acquired within --wait / --tries; 79 lock lost
+while running; 126 COMMAND not executable; 127 COMMAND not found; 128+N
+interrupted by signal N while acquiring.
+)";
+
+const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME
+
+For every node: whether the key NAME exists, its remaining time to live and
+its value, and whether it is ours (equal to --value, or to
+$REDSYNC_LOCK_VALUE, which redsync lock sets for its command); then a summary.
+
+Options:
+  --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --value VALUE          the value that counts as ours
+  --timeout DURATION     per-node connect and reply timeout; default 1s
+  -h, --help             this help
+
+Exit statuses: 0 a quorum of nodes answered; 64 usage error; 69 fewer than a
+quorum answered.
+)";
+
+const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]
+
+PING every node; print each node's round-trip time in microseconds, or why
+it is down, then how many are up.
+
+Options:
+  --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --timeout DURATION     per-node connect and reply timeout; default 1s
+  -h, --help             this help
+
+Exit statuses: 0 all nodes up; 1 some down but a quorum up; 64 usage error;
+69 fewer than a quorum up.
+)";
+
+}  // namespace redsync::cli

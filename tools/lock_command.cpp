@@ -1,0 +1,277 @@
+// `redsync lock NAME -- COMMAND...`: acquire, run the command while the
+// library's watchdog keeps the lock extended, release, and exit with the
+// command's status.
+//
+// Threads: the main thread (which owns the child and every signal) and the
+// library's loop thread (which completes the acquisition and reports a loss).
+// The loop thread only stores an outcome and bumps an eventfd; the main
+// thread waits in poll() on that eventfd and on a signalfd.
+//
+// Signals and the process group: the command stays in the tool's process
+// group, so a terminal's Ctrl-C, Ctrl-\ or hangup reaches both directly. The
+// tool forwards SIGINT, SIGTERM and SIGHUP only when a process sent them
+// (kill(1), a supervisor, systemd): the signalfd tells the two apart by
+// si_code (SI_KERNEL for terminal-generated signals), so the command never
+// gets a terminal signal twice. A process that signals the whole group
+// (kill -TERM -PGID) does reach the command twice: once directly, once
+// forwarded; for SIGINT/SIGTERM/SIGHUP that is harmless in practice.
+
+#include "child_process.hpp"
+#include "commands.hpp"
+#include "exit_status.hpp"
+#include "help.hpp"
+#include "lock_config.hpp"
+#include "wakeups.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <fmt/format.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+
+namespace redsync::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// Without a pending deadline the supervisor still looks at Mutex::lost() this
+// often, in case a loss is ever reported without on_lost or the lost token.
+constexpr milliseconds lost_poll_interval{500};
+
+// What the loop thread hands to the main thread.
+struct loop_events {
+  notifier wake;
+  std::mutex mu;
+  std::optional<result> acquired;          // outcome of lock_async / try_lock_async
+  std::optional<std::string> lost_reason;  // set by on_lost
+};
+
+void print_err(const std::string& line) {
+  std::fputs(("redsync: " + line + "\n").c_str(), stderr);
+  std::fflush(stderr);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<loop_events>& ev) {
+  mutex_options mo;
+  mo.expiry = cfg.ttl;
+  mo.tries = cfg.tries.value_or(INT_MAX);
+  if (cfg.retry_delay) {
+    const milliseconds d = *cfg.retry_delay;
+    mo.retry_delay = [d](int) { return d; };
+  }
+  if (cfg.drift_factor) mo.drift_factor = *cfg.drift_factor;
+  mo.fail_fast = cfg.fail_fast;
+  mo.auto_extend = true;
+  mo.on_lost = [ev](const result& r) {
+    {
+      std::lock_guard lk(ev->mu);
+      if (!ev->lost_reason) ev->lost_reason = r.describe();
+    }
+    ev->wake.notify();
+  };
+  return mo;
+}
+
+// Why an acquisition failed, as an exit status: unavailable when the nodes
+// that could not be reached (or timed out) leave too few for a quorum,
+// not_acquired otherwise (busy, validity elapsed, deadline with nodes up).
+int failure_status(const result& r, std::size_t quorum) {
+  if (r.error == errc::busy || r.error == errc::validity_elapsed) return exit_status::not_acquired;
+  std::size_t down = 0;
+  for (const auto& n : r.nodes) {
+    if (n.status == node_status::unreachable || n.status == node_status::timeout) ++down;
+  }
+  if (!r.nodes.empty() && r.nodes.size() - down < quorum) return exit_status::unavailable;
+  return exit_status::not_acquired;
+}
+
+class lock_run {
+ public:
+  explicit lock_run(const lock_config& cfg)
+      : cfg_(cfg),
+        ev_(std::make_shared<loop_events>()),
+        rs_(cfg.nodes),
+        mutex_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
+
+  int run() {
+    if (int status = acquire(); status >= 0) return status;
+    // Each acquisition has its own lost token; bump the eventfd when it stops.
+    std::stop_callback on_lost_token(mutex_.lost_token(), [ev = ev_] { ev->wake.notify(); });
+
+    auto [child, err] = child_process::spawn(
+        cfg_.command, {{"REDSYNC_LOCK_NAME", cfg_.name},
+                       {"REDSYNC_LOCK_VALUE", mutex_.value()},
+                       {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
+                       {"REDSYNC_NODES", join(cfg_.nodes, ",")}});
+    if (!child) {
+      print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
+      release();
+      return err == ENOENT || err == ENOTDIR ? exit_status::not_found : exit_status::cannot_execute;
+    }
+    const bool lost = supervise(*child);
+    if (lost) {
+      // Clear our value from the nodes that still have it; the lock is gone.
+      release();
+      return exit_status::lost;
+    }
+    const result r = release();
+    if (!r && (r.error == errc::expired || r.error == errc::taken || mutex_.lost())) {
+      print_err(fmt::format("lock \"{}\" lost while running: {}", cfg_.name, r.describe()));
+      return exit_status::lost;
+    }
+    if (!r && !cfg_.quiet) {
+      print_err(fmt::format("could not release lock \"{}\" (it expires within --ttl): {}", cfg_.name,
+                            r.describe()));
+    }
+    return child->shell_status();
+  }
+
+ private:
+  // Returns -1 once the lock is held, else the exit status.
+  int acquire() {
+    std::stop_source stop;
+    const bool one_try = cfg_.wait && cfg_.wait->count() == 0;
+    context ctx = cfg_.wait && !one_try ? context::timeout(*cfg_.wait) : context{};
+    ctx = ctx.with(stop.get_token());
+    auto done = [ev = ev_](result r) {
+      {
+        std::lock_guard lk(ev->mu);
+        ev->acquired = std::move(r);
+      }
+      ev->wake.notify();
+    };
+    if (one_try) {
+      mutex_.try_lock_async(ctx, std::move(done));
+    } else {
+      mutex_.lock_async(ctx, std::move(done));
+    }
+
+    int interrupted_by = 0;
+    std::optional<result> r;
+    while (!r) {
+      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
+      if (ready.a) {
+        while (auto s = signals_.read()) {
+          if (s->number == SIGCHLD || interrupted_by != 0) continue;
+          interrupted_by = s->number;
+          stop.request_stop();
+        }
+      }
+      if (ready.b) {
+        ev_->wake.drain();
+        std::lock_guard lk(ev_->mu);
+        r = std::move(ev_->acquired);
+      }
+    }
+    if (interrupted_by != 0) {
+      if (*r) release();
+      return exit_status::signal_base + interrupted_by;
+    }
+    if (!*r) {
+      const int status = failure_status(*r, rs_.quorum());
+      if (!cfg_.quiet) {
+        print_err(fmt::format("could not acquire lock \"{}\"{}: {}", cfg_.name,
+                              status == exit_status::unavailable ? " (nodes unreachable)" : "",
+                              r->describe()));
+      }
+      return status;
+    }
+    if (cfg_.verbose) {
+      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name,
+                            mutex_.token().value, r->describe()));
+    }
+    return -1;
+  }
+
+  // Waits for the child, forwarding signals and reacting to a loss. Returns
+  // true if the lock was lost while the child ran.
+  bool supervise(child_process& child) {
+    bool lost = false;
+    std::optional<steady_clock::time_point> kill_at;
+    while (!child.try_wait()) {
+      milliseconds timeout = lost_poll_interval;
+      if (kill_at) {
+        timeout = std::min(timeout, std::chrono::ceil<milliseconds>(*kill_at - steady_clock::now()));
+      }
+      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
+      if (ready.a) {
+        while (auto s = signals_.read()) {
+          if (s->number == SIGCHLD || s->from_terminal) continue;
+          child.signal(s->number);
+          if (cfg_.verbose) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
+        }
+      }
+      if (ready.b) ev_->wake.drain();
+      if (!lost && !child.try_wait() && lost_now()) {
+        lost = true;
+        child.signal(SIGTERM);
+        print_err(fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM", cfg_.name, lost_reason()));
+        kill_at = steady_clock::now() + cfg_.kill_grace;
+      }
+      if (kill_at && steady_clock::now() >= *kill_at) {
+        child.signal(SIGKILL);
+        kill_at.reset();
+      }
+    }
+    return lost;
+  }
+
+  bool lost_now() {
+    {
+      std::lock_guard lk(ev_->mu);
+      if (ev_->lost_reason) return true;
+    }
+    return mutex_.lost();
+  }
+
+  std::string lost_reason() {
+    std::lock_guard lk(ev_->mu);
+    return ev_->lost_reason.value_or(make_error_code(errc::lost).message());
+  }
+
+  result release() {
+    result r = mutex_.unlock(context{});
+    if (cfg_.verbose) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
+    return r;
+  }
+
+  const lock_config& cfg_;
+  // Before the Redsync: its loop thread must inherit the blocked signals.
+  signal_channel signals_;
+  std::shared_ptr<loop_events> ev_;
+  Redsync rs_;
+  Mutex mutex_;
+};
+
+}  // namespace
+
+int run_lock(std::span<char* const> args) {
+  const lock_config cfg = parse_lock_config(args);
+  if (cfg.help) {
+    std::fwrite(lock_help.data(), 1, lock_help.size(), stdout);
+    return exit_status::ok;
+  }
+  lock_run run(cfg);
+  return run.run();
+}
+
+}  // namespace redsync::cli

@@ -1,0 +1,154 @@
+#include "node_probe.hpp"
+
+#include <redsync/options.hpp>
+
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <thread>
+
+namespace redsync::cli {
+namespace {
+
+struct context_deleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using context_ptr = std::unique_ptr<redisContext, context_deleter>;
+
+struct reply_deleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+timeval to_timeval(std::chrono::milliseconds d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(d.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((d.count() % 1000) * 1000);
+  return tv;
+}
+
+probe_reply convert(const redisReply& r) {
+  probe_reply out;
+  switch (r.type) {
+    case REDIS_REPLY_STATUS:
+      out.type = probe_reply::kind::status;
+      out.str.assign(r.str, r.len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = probe_reply::kind::error;
+      out.str.assign(r.str, r.len);
+      break;
+    case REDIS_REPLY_STRING:
+      out.type = probe_reply::kind::string;
+      out.str.assign(r.str, r.len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = probe_reply::kind::integer;
+      out.integer = r.integer;
+      break;
+    case REDIS_REPLY_NIL:
+      out.type = probe_reply::kind::nil;
+      break;
+    default:
+      out.type = probe_reply::kind::other;
+      break;
+  }
+  return out;
+}
+
+// Sends argv and reads its reply; nullptr (and c->errstr) on I/O failure.
+reply_ptr command(redisContext* c, const std::vector<std::string>& argv) {
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    args.push_back(a.c_str());
+    lens.push_back(a.size());
+  }
+  return reply_ptr(static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
+}
+
+std::string io_error(const redisContext* c) {
+  return c != nullptr && c->errstr[0] != '\0' ? std::string(c->errstr) : std::string("I/O error");
+}
+
+void probe_one(const node_options& node, const std::vector<std::vector<std::string>>& commands,
+               std::chrono::milliseconds timeout, probe_result& out) {
+  const timeval tv = to_timeval(timeout);
+  context_ptr c(node.unix_path.empty()
+                    ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
+                    : redisConnectUnixWithTimeout(node.unix_path.c_str(), tv));
+  if (!c || c->err != 0) {
+    out.error = io_error(c.get());
+    return;
+  }
+  if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
+    out.error = io_error(c.get());
+    return;
+  }
+  std::vector<std::vector<std::string>> handshake;
+  if (!node.password.empty()) {
+    if (node.username.empty()) {
+      handshake.push_back({"AUTH", node.password});
+    } else {
+      handshake.push_back({"AUTH", node.username, node.password});
+    }
+  }
+  if (node.db != 0) handshake.push_back({"SELECT", std::to_string(node.db)});
+  for (const auto& argv : handshake) {
+    reply_ptr r = command(c.get(), argv);
+    if (!r) {
+      out.error = io_error(c.get());
+      return;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      out.error = argv[0] + ": " + std::string(r->str, r->len);
+      return;
+    }
+  }
+  for (const auto& argv : commands) {
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    for (const auto& a : argv) {
+      args.push_back(a.c_str());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(c.get(), static_cast<int>(args.size()), args.data(), lens.data());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
+      out.error = io_error(c.get());
+      out.replies.clear();
+      return;
+    }
+    reply_ptr r(static_cast<redisReply*>(raw));
+    out.replies.push_back(convert(*r));
+  }
+  out.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  out.up = true;
+}
+
+}  // namespace
+
+std::vector<probe_result> probe_all(const std::vector<std::string>& uris,
+                                    const std::vector<std::vector<std::string>>& commands,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<node_options> nodes;
+  std::vector<probe_result> results(uris.size());
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    nodes.push_back(node_options::parse(uris[i]));
+    results[i].address = nodes[i].address();
+  }
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      threads.emplace_back([&, i] { probe_one(nodes[i], commands, timeout, results[i]); });
+    }
+  }  // jthreads join here
+  return results;
+}
+
+}  // namespace redsync::cli

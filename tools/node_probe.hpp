@@ -1,0 +1,38 @@
+// One-shot blocking queries to every node at once, for `status` and `ping`.
+// Each node gets its own thread and a hiredis blocking connection whose
+// connect and command timeouts are bounded, so a hung or stopped node costs
+// at most about two timeouts and never hangs the tool.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace redsync::cli {
+
+/// One reply, reduced to what the tool prints.
+struct probe_reply {
+  enum class kind { status, error, string, integer, nil, other } type = kind::nil;
+  std::string str;          ///< status, error and string replies
+  long long integer = 0;    ///< integer replies
+};
+
+/// What one node answered.
+struct probe_result {
+  std::string address;  ///< "host:port" or "unix:/path", as the library prints it
+  bool up = false;      ///< connected, authenticated and answered every command
+  std::string error;    ///< why not, when !up
+  std::vector<probe_reply> replies;  ///< one per command, when up
+  /// From sending the commands (after connecting and authenticating) to the
+  /// last reply.
+  std::chrono::microseconds round_trip{0};
+};
+
+/// Connects to every node in `uris` in parallel (AUTH and SELECT as the URI
+/// says), pipelines `commands` and collects the replies. `timeout` bounds the
+/// connect and each read. Results are in node order.
+std::vector<probe_result> probe_all(const std::vector<std::string>& uris,
+                                    const std::vector<std::vector<std::string>>& commands,
+                                    std::chrono::milliseconds timeout);
+
+}  // namespace redsync::cli
