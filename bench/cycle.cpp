@@ -3,6 +3,8 @@
 // separately.
 
 #include "bench.hpp"
+#include "proc.hpp"
+#include "transport.hpp"
 
 #include <redsync/redsync.hpp>
 
@@ -10,7 +12,13 @@ namespace bench {
 
 json run_cycle(const config& cfg) {
   using clock = std::chrono::steady_clock;
+  std::vector<long> pids;
+  {
+    transport admin(cfg.nodes);
+    pids = node_pids(admin);
+  }
   redsync::Redsync rs(cfg.nodes);
+  cpu_probe cpu(pids);
   auto m = rs.new_mutex(unique_name("cycle"));
   samples acquire, release, cycle;
   for (auto* s : {&acquire, &release, &cycle}) s->reserve(static_cast<std::size_t>(cfg.iterations));
@@ -22,13 +30,15 @@ json run_cycle(const config& cfg) {
     const auto u = m.unlock(redsync::context{});
     const auto t2 = clock::now();
     if (!l || !u) ++failures;
+    if (i + 1 == cfg.warmup) cpu.start();
     if (i < cfg.warmup) continue;
     acquire.add(t1 - t0);
     release.add(t2 - t1);
     cycle.add(t2 - t0);
   }
+  const json usage = cpu.stop();
   json j;
-  j.object("acquire", acquire.summary())
+  j.object("cpu", usage).object("acquire", acquire.summary())
       .object("release", release.summary())
       .object("cycle", cycle.summary())
       .integer("failures", failures);

@@ -5,6 +5,7 @@
 //    a future, as the blocking Mutex calls do (adds two thread hand-offs).
 
 #include "bench.hpp"
+#include "proc.hpp"
 #include "transport.hpp"
 
 #include <future>
@@ -59,12 +60,14 @@ struct on_loop_run {
 json run_floor(const config& cfg) {
   transport t(cfg.nodes);
   const auto ping = rd::encode_command({"PING"});
+  cpu_probe cpu(node_pids(t));
 
   on_loop_run run{t, ping, cfg.warmup + cfg.iterations, cfg.iterations, {}, 0, {}};
   run.out.reserve(static_cast<std::size_t>(cfg.iterations));
   t.loop().post([&run] { run.next(0); });
   run.finished.get_future().wait();
 
+  cpu.start();
   samples caller;
   caller.reserve(static_cast<std::size_t>(cfg.iterations));
   int caller_failures = 0;
@@ -77,8 +80,9 @@ json run_floor(const config& cfg) {
     if (!ok) ++caller_failures;
   }
 
+  const json usage = cpu.stop();
   json j;
-  j.integer("nodes", static_cast<std::int64_t>(t.size()))
+  j.object("from_caller_cpu", usage).integer("nodes", static_cast<std::int64_t>(t.size()))
       .object("on_loop", run.out.summary())
       .object("from_caller", caller.summary())
       .integer("failures", run.failures + caller_failures);

@@ -68,7 +68,11 @@ json cpu_probe::stop() {
     max = std::max(max, n);
   }
   json j;
-  j.num("bench_cpu_pct", 100.0 * self / wall)
+  double sum_s = 0;
+  for (std::size_t i = 0; i < pids_.size(); ++i) sum_s += nodes[i] * wall / 100.0;
+  j.num("bench_cpu_s", self)
+      .num("nodes_cpu_s_sum", sum_s)
+      .num("bench_cpu_pct", 100.0 * self / wall)
       .numbers("nodes_cpu_pct", nodes)
       .num("nodes_cpu_pct_max", max)
       .num("nodes_cpu_pct_sum", sum);

@@ -25,7 +25,8 @@ class cpu_probe {
  public:
   explicit cpu_probe(std::vector<long> node_pids) : pids_(std::move(node_pids)) {}
   void start();
-  // {"bench_cpu_pct", "nodes_cpu_pct": [...], "nodes_cpu_pct_max", "nodes_cpu_pct_sum"}
+  // {"bench_cpu_s", "nodes_cpu_s_sum", "bench_cpu_pct", "nodes_cpu_pct": [...],
+  //  "nodes_cpu_pct_max", "nodes_cpu_pct_sum"}
   // where 100 = one core busy for the whole interval.
   json stop();
 
