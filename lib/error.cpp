@@ -22,6 +22,7 @@ class redsync_category final : public std::error_category {
       case errc::not_held: return "lock is not held by this mutex";
       case errc::would_deadlock: return "blocking call on the loop thread would deadlock";
       case errc::shutting_down: return "Redsync is shutting down";
+      case errc::already_held: return "this mutex already holds the lock (mutexes are not reentrant)";
     }
     return fmt::format("unknown redsync error {}", ev);
   }

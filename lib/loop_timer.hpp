@@ -24,9 +24,11 @@ class loop_timer {
 
   void start(std::chrono::microseconds after, std::function<void()> fn) {
     fn_ = std::move(fn);
-    // libuv timers have millisecond resolution; round up so a timer never
-    // fires before its time.
-    const auto ms = static_cast<std::uint64_t>((after.count() + 999) / 1000);
+    // libuv measures timers against a cached loop time floored to whole
+    // milliseconds: refresh it, round the delay up, and add 1 ms for the
+    // floor, so a deadline never fires before its time (late by < 2 ms).
+    uv_update_time(handle_.loop);
+    const auto ms = static_cast<std::uint64_t>((after.count() + 999) / 1000) + 1;
     uv_timer_start(&handle_, &loop_timer::on_timer, after.count() <= 0 ? 0 : ms, 0);
   }
 

@@ -113,6 +113,7 @@ std::future<result> Mutex::extend_future(const context& ctx) {
 }
 
 const std::string& Mutex::name() const noexcept { return state_->name; }
+const std::vector<std::string>& Mutex::names() const noexcept { return state_->names; }
 
 std::string Mutex::value() const {
   std::lock_guard lk(state_->mu);

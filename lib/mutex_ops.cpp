@@ -145,6 +145,14 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void begin_acquire() {
     if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
+    bool holding = false;
+    {
+      std::lock_guard lk(st_->mu);
+      holding = st_->held && clock::now() < st_->until && !st_->lost.stop_requested();
+    }
+    // Not reentrant: a second acquisition by the same holder would replace
+    // the value and strand the keys it holds until they expire.
+    if (holding) return finish(errc::already_held);
     if (st_->wd) st_->wd->stop();
     {
       std::lock_guard lk(st_->mu);
@@ -154,10 +162,11 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       st_->token = fencing_token{};
       st_->lost = std::stop_source{};
     }
-    const std::string_view name = st_->name;
-    st_->acquire_call = make_script_call(acquire_script(), {name, st_->fence_key}, {value_, st_->expiry_ms});
-    st_->release_call = make_script_call(release_script(), {name}, {value_});
-    st_->extend_call = make_script_call(extend_script(), {name},
+    std::vector<std::string_view> keys_and_counter = st_->keys;
+    keys_and_counter.push_back(st_->fence_key);
+    st_->acquire_call = make_script_call(acquire_script(), keys_and_counter, {value_, st_->expiry_ms});
+    st_->release_call = make_script_call(release_script(), st_->keys, {value_});
+    st_->extend_call = make_script_call(extend_script(), st_->keys,
                                         {value_, st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
     max_tries_ = kind_ == op_kind::try_acquire ? 1 : st_->opts.tries;
     attempt();
@@ -362,7 +371,7 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       };
     } else {
       auto call = std::make_shared<script_call>(
-          make_script_call(check_script(), {st_->name}, {value_snapshot()}));
+          make_script_call(check_script(), st_->keys, {value_snapshot()}));
       spec.send = [call, route = st_->route, timeout = st_->timeout](node_pool& pool,
                                                                      command_callback cb) {
         send_script(pool, route, *call, timeout, std::move(cb));
@@ -479,9 +488,11 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
 }  // namespace
 
-mutex_state::mutex_state(engine& e, std::string n, mutex_options o)
+mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
     : eng(e),
-      name(std::move(n)),
+      names(std::move(n)),
+      name(names.front()),
+      keys(names.begin(), names.end()),
       opts(std::move(o)),
       route(std::hash<std::string_view>{}(name)),
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),

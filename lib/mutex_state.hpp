@@ -21,6 +21,8 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace redsync::detail {
 
@@ -29,10 +31,12 @@ enum class op_kind { acquire, try_acquire, release, extend, check, auto_extend }
 struct mutex_state : std::enable_shared_from_this<mutex_state> {
   using clock = std::chrono::steady_clock;
 
-  mutex_state(engine& e, std::string n, mutex_options o);
+  mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
 
   engine& eng;
-  const std::string name;
+  const std::vector<std::string> names;  // one, or several for a multi-name lock
+  const std::string& name;                // names[0]
+  const std::vector<std::string_view> keys;  // names, as script KEYS
   const mutex_options opts;
   const std::uint64_t route;               // picks the connection on each node
   const std::chrono::microseconds timeout;  // per-node command timeout

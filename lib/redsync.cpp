@@ -4,6 +4,11 @@
 
 #include <redsync/redsync.hpp>
 
+#include <fmt/format.h>
+
+#include <set>
+#include <string_view>
+
 namespace redsync {
 
 namespace {
@@ -27,7 +32,20 @@ Redsync::~Redsync() = default;
 
 Mutex Redsync::new_mutex(std::string name, mutex_options options) {
   detail::check_mutex_options(name, options);
-  return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(name), std::move(options)));
+  std::vector<std::string> names;
+  names.push_back(std::move(name));
+  return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
+}
+
+Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options options) {
+  if (names.empty()) throw config_error("new_multi_mutex: names is empty; give at least one name");
+  std::set<std::string_view> seen;
+  for (const auto& n : names) {
+    detail::check_mutex_options(n, options);
+    if (!seen.insert(n).second)
+      throw config_error(fmt::format("new_multi_mutex: name \"{}\" is given twice", n));
+  }
+  return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
 }
 
 std::size_t Redsync::node_count() const noexcept { return engine_->size(); }

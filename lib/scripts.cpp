@@ -8,52 +8,95 @@ namespace redsync::detail {
 
 namespace {
 
-// Compare-and-delete: only the holder of the value may delete the key. The
-// three-way answer lets unlock tell "expired" (0) from "taken" (-1).
+// All scripts take the lock's names as KEYS (one for a plain lock, several
+// for a multi-name lock) and are all-or-nothing on a node.
+
+// Compare-and-delete: only our value is ever deleted. The three-way answer
+// lets unlock tell "expired" (0) from "taken" (-1).
 constexpr std::string_view release_source = R"lua(
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-elseif v == false then
-  return 0
+local mine, foreign = {}, 0
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v == ARGV[1] then
+    mine[#mine + 1] = KEYS[i]
+  elseif v then
+    foreign = foreign + 1
+  end
 end
-return -1
+if #mine > 0 then
+  redis.call('DEL', unpack(mine))
+end
+if foreign > 0 then
+  return -1
+end
+if #mine > 0 then
+  return 1
+end
+return 0
 )lua";
 
-// Compare-and-PEXPIRE, optionally re-creating a missing key (never
+// Compare-and-PEXPIRE, optionally re-creating missing keys (never
 // overwriting another holder's value).
 constexpr std::string_view extend_source = R"lua(
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-elseif v == false then
-  if ARGV[3] == '1' then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-    return 1
+local values, missing = {}, 0
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v == false then
+    missing = missing + 1
+  elseif v ~= ARGV[1] then
+    return -1
   end
+  values[i] = v
+end
+if missing > 0 and ARGV[3] ~= '1' then
   return 0
 end
-return -1
+for i = 1, #KEYS do
+  if values[i] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  else
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  end
+end
+return 1
 )lua";
 
 // Read-only ownership check, three-way like the others.
 constexpr std::string_view check_source = R"lua(
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-  return 1
-elseif v == false then
+local missing = 0
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v == false then
+    missing = missing + 1
+  elseif v ~= ARGV[1] then
+    return -1
+  end
+end
+if missing > 0 then
   return 0
 end
-return -1
+return 1
 )lua";
 
-// SET NX and the counter in one atomic step: the token a node hands out is
-// tied to the SET that won there.
+// SET NX and the fencing counter in one atomic step: the token a node hands
+// out is tied to the SET that won there. KEYS[#KEYS] is the counter.
 constexpr std::string_view acquire_source = R"lua(
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
+local n = #KEYS - 1
+if n == 1 then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return false
+  end
+else
+  for i = 1, n do
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      return false
+    end
+  end
+  for i = 1, n do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  end
 end
-return false
+return redis.call('INCR', KEYS[n + 1])
 )lua";
 
 constexpr std::string_view fence_source = R"lua(

@@ -19,10 +19,13 @@ struct lua_script {
   std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
 };
 
+// Every script but the fence write-back takes all of a lock's names as KEYS
+// (several for a multi-name lock) and is all-or-nothing on a node.
+
 // Acquisition with a fencing counter.
-// KEYS[1] = name, KEYS[2] = its fencing counter, ARGV[1] = value,
-// ARGV[2] = expiry in ms. SET NX PX; where it succeeds, INCR the counter and
-// return it (an integer); where the key exists, return nil.
+// KEYS = the names, then the fencing counter; ARGV[1] = value,
+// ARGV[2] = expiry in ms. SET NX PX on every name; where that succeeds, INCR
+// the counter and return it (an integer); if any name exists, return nil.
 const lua_script& acquire_script();
 
 // Fencing write-back. KEYS[1] = name, KEYS[2] = counter, ARGV[1] = value,
@@ -33,19 +36,20 @@ const lua_script& fence_script();
 // The key of the fencing counter of lock `name`.
 std::string fence_key(std::string_view name);
 
-// KEYS[1] = name, ARGV[1] = value.
-// Returns 1 if our value was deleted, 0 if the key is missing, -1 if the key
-// holds another value (not ours: left alone).
+// KEYS = the names, ARGV[1] = value. Deletes the names holding our value.
+// Returns -1 if any name holds another value (left alone), else 1 if
+// something of ours was deleted, else 0 (all missing).
 const lua_script& release_script();
 
-// KEYS[1] = name, ARGV[1] = value, ARGV[2] = expiry in ms,
-// ARGV[3] = "1" to re-create a missing key (set-NX-on-extend), else "0".
-// Returns 1 if the TTL is ours and now `expiry`, 0 if the key is missing,
-// -1 if it holds another value.
+// KEYS = the names, ARGV[1] = value, ARGV[2] = expiry in ms,
+// ARGV[3] = "1" to re-create missing names (set-NX-on-extend), else "0".
+// Returns 1 if every name is ours with its TTL now `expiry`, 0 if some name
+// is missing, -1 if some name holds another value.
 const lua_script& extend_script();
 
-// KEYS[1] = name, ARGV[1] = value.
-// Returns 1 if the key holds our value, 0 if missing, -1 if another value.
+// KEYS = the names, ARGV[1] = value.
+// Returns 1 if every name holds our value, -1 if some name holds another
+// value, else 0 (some missing).
 const lua_script& check_script();
 
 // A script call encoded once for all nodes, in both forms.

@@ -49,6 +49,9 @@ enum class errc {
   would_deadlock,
   /// The `Redsync` is being destroyed.
   shutting_down,
+  /// lock/try_lock on a mutex that already holds the lock: mutexes are not
+  /// reentrant (see the README).
+  already_held,
 };
 
 /// The `redsync` error category.
@@ -115,7 +118,7 @@ struct node_result {
 
 /// The outcome of a call: success, or why not, with every node's answer from
 /// the last attempt. Cheap to test: `if (!r)`, `r.busy()`.
-struct result {
+struct REDSYNC_API result {
   /// Empty on success; otherwise an `errc` of `redsync::category()`.
   std::error_code error;
   /// Each node's answer in the last attempt, in node order.

@@ -15,6 +15,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace redsync {
 
@@ -42,6 +43,9 @@ struct fencing_token {
 ///   `std::lock_guard`, `std::unique_lock` and `std::scoped_lock` work:
 ///   `lock()` throws `lock_error` if it cannot acquire, `unlock()` never throws
 ///   (a failed release is reported to `last_result()`).
+///
+/// Not reentrant: `lock` on a mutex that already holds the lock reports
+/// `errc::already_held` instead of acquiring twice.
 ///
 /// Thread safety: a `Mutex` is one holder; give each thread that contends for
 /// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
@@ -114,8 +118,10 @@ class REDSYNC_API Mutex {
 
   // -- state (local, no network) --------------------------------------------
 
-  /// The lock's name (the Redis key).
+  /// The lock's name (the Redis key); the first name of a multi-name lock.
   const std::string& name() const noexcept;
+  /// All names of the lock (one unless made by `new_multi_mutex`).
+  const std::vector<std::string>& names() const noexcept;
   /// The value of the current (or last) acquisition; empty before the first.
   std::string value() const;
   /// When the validity of the current acquisition ends (steady clock);

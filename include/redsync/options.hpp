@@ -24,7 +24,7 @@ namespace redsync {
 using namespace std::chrono_literals;
 
 /// How to reach one Redis master.
-struct node_options {
+struct REDSYNC_API node_options {
   /// TCP host name or address. Default "127.0.0.1". Ignored with `unix_path`.
   std::string host = "127.0.0.1";
   /// TCP port, 1..65535. Default 6379.

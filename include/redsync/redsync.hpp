@@ -50,6 +50,12 @@ class REDSYNC_API Redsync {
   /// A mutex for `name`. Throws `config_error` for an empty name or a bad
   /// option (the message names the field and the value).
   Mutex new_mutex(std::string name, mutex_options options = {});
+  /// A mutex over several names at once (as node-redlock's multi-resource
+  /// locks): on each node all names are taken, extended and released
+  /// together by one script call, or none are. The fencing token comes from
+  /// the first name's counter. Throws `config_error` for an empty list, an
+  /// empty or duplicate name, or a bad option.
+  Mutex new_multi_mutex(std::vector<std::string> names, mutex_options options = {});
 
   /// Number of nodes, N.
   std::size_t node_count() const noexcept;

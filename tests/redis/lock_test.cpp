@@ -437,4 +437,57 @@ TEST_CASE("asynchronous lock calls back once, on the loop thread, never inside t
   CHECK(m.unlock_future().get().ok());
 }
 
+TEST_CASE("a multi-name lock takes all names on each node or none") {
+  cluster c(3);
+  redsync::Redsync rs(c.uris());
+  const auto a = unique_name("multi-a"), b = unique_name("multi-b"), d = unique_name("multi-d");
+  auto m = rs.new_multi_mutex({a, b, d});
+  CHECK(m.names() == std::vector<std::string>{a, b, d});
+  REQUIRE(m.lock(redsync::context{}).ok());
+  for (std::size_t i = 0; i < c.size(); ++i)
+    for (const auto& k : {a, b, d}) CHECK(redis_client(c[i]).get(k) == m.value());
+  // A single-name lock on one of them is busy.
+  auto single = rs.new_mutex(b, {.tries = 1});
+  CHECK(single.lock(redsync::context{}).busy());
+  REQUIRE(m.extend().ok());
+  CHECK(m.valid().ok());
+  REQUIRE(m.unlock(redsync::context{}).ok());
+  for (std::size_t i = 0; i < c.size(); ++i)
+    for (const auto& k : {a, b, d}) CHECK_FALSE(redis_client(c[i]).exists(k));
+
+  // One name already held elsewhere: nothing of the set is taken.
+  REQUIRE(single.lock(redsync::context{}).ok());
+  auto r = m.lock(redsync::context{.deadline = clock_type::now() + 200ms});
+  CHECK_FALSE(r.ok());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    CHECK_FALSE(redis_client(c[i]).exists(a));
+    CHECK_FALSE(redis_client(c[i]).exists(d));
+  }
+}
+
+TEST_CASE("a multi-name lock rejects an empty list and duplicate names") {
+  cluster c(1);
+  redsync::Redsync rs(c.uris());
+  CHECK_THROWS_AS((void)rs.new_multi_mutex({}), redsync::config_error);
+  CHECK_THROWS_WITH_AS((void)rs.new_multi_mutex({"x", "y", "x"}), doctest::Contains("\"x\""),
+                       redsync::config_error);
+  CHECK_THROWS_AS((void)rs.new_multi_mutex({"x", ""}), redsync::config_error);
+}
+
+TEST_CASE("mutexes are not reentrant: locking a held mutex again reports already_held") {
+  cluster c(3);
+  redsync::Redsync rs(c.uris());
+  const auto name = unique_name("reentrant");
+  auto m = rs.new_mutex(name);
+  REQUIRE(m.lock(redsync::context{}).ok());
+  const auto value = m.value();
+  auto again = m.lock(redsync::context{});
+  CHECK(again.error == redsync::errc::already_held);
+  CHECK_FALSE(m.try_lock());
+  CHECK(m.value() == value);
+  CHECK(redis_client(c[0]).get(name) == value);
+  CHECK(m.unlock(redsync::context{}).ok());
+  CHECK(m.lock(redsync::context{}).ok());  // after release it can be taken again
+}
+
 }  // TEST_SUITE
