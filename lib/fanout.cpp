@@ -6,6 +6,9 @@
 namespace redsync::detail {
 
 server_error classify_server_error(std::string_view m) noexcept {
+  // A handshake failure reads "AUTH failed: WRONGPASS ...": classify the reply.
+  if (const auto colon = m.find(": "); m.starts_with("AUTH failed") && colon != std::string_view::npos)
+    m.remove_prefix(colon + 2);
   const auto word = m.substr(0, m.find(' '));
   if (word == "WRONGTYPE") return server_error::wrongtype;
   if (word == "NOAUTH") return server_error::noauth;
@@ -43,8 +46,16 @@ struct round_state {
       case transport_status::ok:
         if (r.value.is_error()) {
           n.status = node_status::reply_error;
-          n.error_class = classify_server_error(r.value.str);
-          n.message = std::move(r.value.str);
+          if (r.error.empty()) {
+            n.error_class = classify_server_error(r.value.str);
+            n.message = std::move(r.value.str);
+          } else {
+            // The connection's handshake failed (e.g. AUTH: WRONGPASS): that
+            // is the cause; the command's own NOAUTH is the symptom.
+            n.error_class = classify_server_error(r.error);
+            if (n.error_class == server_error::other) n.error_class = classify_server_error(r.value.str);
+            n.message = std::move(r.error) + " (then: " + r.value.str + ")";
+          }
         } else {
           n.status = spec.classify(r.value);
           if (r.value.type == reply::kind::integer) counts.integers[i] = r.value.integer;

@@ -260,6 +260,7 @@ TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONG
     REQUIRE_MESSAGE(r.ok(), r.describe());
     CHECK(r.nodes[4].status == redsync::node_status::reply_error);
     CHECK_MESSAGE(r.nodes[4].message.find("WRONGPASS") != std::string::npos, r.nodes[4].message);
+    CHECK(r.nodes[4].error_class == redsync::server_error::wrongpass);
     CHECK(m.unlock(redsync::context{}).ok());
   }
   uris.back() = "redis://:s3cret@127.0.0.1:" + std::to_string(secured.port());
