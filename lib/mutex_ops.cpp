@@ -166,8 +166,7 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
     keys_and_counter.push_back(st_->fence_key);
     st_->acquire_call = make_script_call(acquire_script(), keys_and_counter, {value_, st_->expiry_ms});
     st_->release_call = make_script_call(release_script(), st_->keys, {value_});
-    st_->extend_call = make_script_call(extend_script(), st_->keys,
-                                        {value_, st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
+    st_->extend_call = {};  // built by the first extension of this acquisition
     max_tries_ = kind_ == op_kind::try_acquire ? 1 : st_->opts.tries;
     attempt();
   }
@@ -365,6 +364,11 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
     }
     round_spec spec;
     if (kind == op_kind::extend) {
+      if (!st_->extend_call) {
+        st_->extend_call = make_script_call(extend_script(), st_->keys,
+                                            {value_snapshot(), st_->expiry_ms,
+                                             st_->opts.set_nx_on_extend ? "1" : "0"});
+      }
       spec.send = [call = st_->extend_call, route = st_->route, timeout = st_->timeout](
                       node_pool& pool, command_callback cb) {
         send_script(pool, route, call, timeout, std::move(cb));

@@ -156,10 +156,25 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
   script_call call;
   call.script = &s;
   call.evalsha = encode_command(argv);
-  argv[0] = "EVAL";
-  argv[1] = s.source;
-  call.eval = encode_command(argv);
   return call;
+}
+
+wire_command to_eval(const script_call& call) {
+  // EVALSHA's encoding is "*<argc>\r\n$7\r\nEVALSHA\r\n$40\r\n<sha1>\r\n<rest>";
+  // EVAL's differs only in the first two arguments.
+  const std::string& w = *call.evalsha;
+  const std::size_t argc_end = w.find("\r\n") + 2;
+  constexpr std::string_view evalsha_head = "$7\r\nEVALSHA\r\n$40\r\n";
+  const std::size_t rest = argc_end + evalsha_head.size() + 40 + 2;
+  const std::string_view source = call.script->source;
+  auto out = std::make_shared<std::string>();
+  out->reserve(w.size() + source.size() + 16);
+  out->append(w, 0, argc_end);
+  out->append(fmt::format("$4\r\nEVAL\r\n${}\r\n", source.size()));
+  out->append(source);
+  out->append("\r\n");
+  out->append(w, rest, std::string::npos);
+  return out;
 }
 
 void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
@@ -167,8 +182,7 @@ void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;
   pool.send(route, call.evalsha, timeout,
-            [&pool, route, eval = call.eval, deadline, done = std::move(done)](
-                command_result&& r) mutable {
+            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
               const bool noscript = r.status == transport_status::ok && r.value.is_error() &&
                                     r.value.str.starts_with("NOSCRIPT");
               if (!noscript) return done(std::move(r));
@@ -177,7 +191,7 @@ void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
               const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
                   deadline - clock::now());
               const auto first_latency = r.latency;
-              pool.send(route, std::move(eval), std::max(left, std::chrono::microseconds{1000}),
+              pool.send(route, to_eval(call), std::max(left, std::chrono::microseconds{1000}),
                         [first_latency, done = std::move(done)](command_result&& r2) {
                           r2.latency += first_latency;
                           done(std::move(r2));

@@ -52,12 +52,18 @@ const lua_script& extend_script();
 // value, else 0 (some missing).
 const lua_script& check_script();
 
-// A script call encoded once for all nodes, in both forms.
+// A script call encoded once for all nodes as EVALSHA. The EVAL form is
+// derived from those bytes only when a node answers NOSCRIPT (rare).
 struct script_call {
   const lua_script* script = nullptr;
   wire_command evalsha;
-  wire_command eval;  // built up front: one encoding shared by all nodes
+
+  explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
 };
+
+// The EVAL form of `call`: same arguments, the script's source instead of
+// its SHA1.
+wire_command to_eval(const script_call& call);
 
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args);
