@@ -19,7 +19,6 @@
 
 #include <fmt/core.h>
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,10 +136,9 @@ void write_all(int fd, const void* data, std::size_t size) {
 
 // ---- a worker process -------------------------------------------------------
 
-int run_worker(const settings& s, const std::string& counter_path, int out) {
-  const int fd = open(counter_path.c_str(), O_RDWR);
-  if (fd < 0) throw std::runtime_error(fmt::format("open {}: {}", counter_path, std::strerror(errno)));
-
+// `fd` is the counter file, shared with the parent and the other workers
+// (pread/pwrite at offset 0, so the shared file position does not matter).
+int run_worker(const settings& s, int fd, int out) {
   // Made after fork(): a Redsync owns a loop thread, which fork() would not copy.
   redsync::Redsync rs(s.nodes);
   auto mutex = rs.new_mutex(lock_name, {
@@ -180,8 +178,6 @@ int run_worker(const settings& s, const std::string& counter_path, int out) {
       }
     }
   }
-  close(fd);
-
   report.acquisitions = static_cast<std::int64_t>(latencies_us.size());
   write_all(out, &report, sizeof report);
   write_all(out, latencies_us.data(), latencies_us.size() * sizeof(std::int64_t));
@@ -235,14 +231,16 @@ int run(const settings& s) {
   char path[] = "/tmp/counter_demo.XXXXXX";
   const int counter_fd = mkstemp(path);
   if (counter_fd < 0) throw std::runtime_error(fmt::format("mkstemp: {}", std::strerror(errno)));
-  const std::string counter_path = path;
+  // Unlinked at once: the workers inherit the descriptor, and nothing is
+  // left behind however the run ends.
+  unlink(path);
   if (const std::string zero = fmt::format("{:>{}}", 0, counter_width);
       write(counter_fd, zero.data(), zero.size()) != static_cast<ssize_t>(zero.size())) {
     throw std::runtime_error("cannot initialise the counter file");
   }
 
   const long expected = static_cast<long>(s.workers) * s.increments;
-  fmt::print("{} worker processes x {} increments of a counter in {}, {}\n", s.workers, s.increments, counter_path,
+  fmt::print("{} worker processes x {} increments of a counter in a file, {}\n", s.workers, s.increments,
              s.use_lock ? fmt::format("under the lock \"{}\" on {} nodes", lock_name, s.nodes.size())
                         : std::string("WITHOUT a lock"));
   std::fflush(stdout);  // or each child would print the parent's buffer again
@@ -260,7 +258,7 @@ int run(const settings& s) {
       for (int earlier : pipes) close(earlier);
       int code = 1;
       try {
-        code = run_worker(s, counter_path, fds[1]);
+        code = run_worker(s, counter_fd, fds[1]);
       } catch (const std::exception& e) {
         fmt::print(stderr, "worker {}: {}\n", getpid(), e.what());
       }
@@ -338,7 +336,6 @@ int run(const settings& s) {
 
   const long final_count = read_counter(counter_fd);
   close(counter_fd);
-  unlink(counter_path.c_str());
 
   if (s.kill_after && !killed) {
     fmt::print("node {} was not killed: the run ended before i={}\n", s.kill_node, *s.kill_after);
