@@ -11,7 +11,9 @@ server_error classify_server_error(std::string_view m) noexcept {
     m.remove_prefix(colon + 2);
   const auto word = m.substr(0, m.find(' '));
   if (word == "WRONGTYPE") return server_error::wrongtype;
-  if (word == "NOAUTH") return server_error::noauth;
+  // Redis refuses long commands from unauthenticated clients with a
+  // protocol error before it would say NOAUTH.
+  if (word == "NOAUTH" || m.find("unauthenticated") != std::string_view::npos) return server_error::noauth;
   if (word == "WRONGPASS" || m.find("invalid password") != std::string_view::npos ||
       m.find("invalid username-password") != std::string_view::npos)
     return server_error::wrongpass;

@@ -30,7 +30,7 @@ using std::chrono::milliseconds;
 // The acquire script answers the node's fencing counter where SET NX won,
 // nil where the key already exists.
 node_status classify_acquire(const reply& r) {
-  if (r.type == reply::kind::integer) return node_status::ok;
+  if (r.type == reply::kind::integer) return r.integer > 0 ? node_status::ok : node_status::taken;
   if (r.type == reply::kind::nil) return node_status::taken;
   return node_status::reply_error;
 }
@@ -162,10 +162,15 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       st_->token = fencing_token{};
       st_->lost = std::stop_source{};
     }
-    std::vector<std::string_view> keys_and_counter = st_->keys;
-    keys_and_counter.push_back(st_->fence_key);
-    st_->acquire_call = make_script_call(acquire_script(), keys_and_counter, {value_, st_->expiry_ms});
-    st_->release_call = make_script_call(release_script(), st_->keys, {value_});
+    std::vector<std::string_view> release_keys = st_->keys;
+    release_keys.push_back(st_->line_key);
+    st_->release_call = make_script_call(release_script(), release_keys, {value_, st_->channel});
+    // A blocking lock waits in the fair line between attempts; try_lock
+    // does not queue.
+    waits_in_line_ = kind_ == op_kind::acquire;
+    arrival_ = std::to_string(std::chrono::duration_cast<microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
     st_->extend_call = {};  // built by the first extension of this acquisition
     max_tries_ = kind_ == op_kind::try_acquire ? 1 : st_->opts.tries;
     attempt();
@@ -173,6 +178,24 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void attempt() {
     ++attempts_;
+    // The delay before the next attempt is chosen now, so the lease we take
+    // in the waiting line covers it: the lease outlives the gap until our
+    // next attempt refreshes it.
+    next_delay_ = milliseconds::zero();
+    if (attempts_ < max_tries_) {
+      next_delay_ = st_->opts.retry_delay ? st_->opts.retry_delay(attempts_)
+                                          : default_retry_delay(eng_.rng());
+    }
+    const auto lease = 2 * next_delay_ + duration_cast<milliseconds>(st_->timeout) + 1000ms;
+    std::vector<std::string_view> keys = st_->keys;
+    keys.push_back(st_->fence_key);
+    keys.push_back(st_->line_key);
+    keys.push_back(st_->lease_key);
+    const std::string lease_ms = std::to_string(lease.count());
+    st_->acquire_call = make_script_call(acquire_script(), keys,
+                                         {value_, st_->expiry_ms, arrival_, lease_ms,
+                                          waits_in_line_ ? "1" : "0"});
+    if (waits_in_line_) joined_line_ = true;
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec;
@@ -257,6 +280,7 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       st_->token = fencing_token{static_cast<std::uint64_t>(token)};
     }
     if (st_->wd) st_->wd->start(attempt_start_);
+    leave_line(true);
     finish({});
   }
 
@@ -297,11 +321,23 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void after_failed_attempt() {
     if (attempts_ >= max_tries_) return finish(failure_);
-    const int try_number = attempts_;
-    const milliseconds delay = st_->opts.retry_delay ? st_->opts.retry_delay(try_number)
-                                                     : default_retry_delay(eng_.rng());
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    retry_timer_->start(duration_cast<microseconds>(delay), [this] { attempt(); });
+    retry_timer_->start(duration_cast<microseconds>(next_delay_), [this] { attempt(); });
+  }
+
+  // A waiter that stops waiting (acquired, gave up, cancelled) leaves the
+  // line on every node it may be in, so it does not hold up the others until
+  // its lease runs out. Not awaited.
+  void leave_line(bool acquired) {
+    if (!joined_line_ || eng_.shutting_down()) return;
+    joined_line_ = false;
+    auto call = std::make_shared<script_call>(
+        make_script_call(leave_script(), {st_->line_key, st_->lease_key}, {value_}));
+    for (std::size_t i = 0; i < eng_.size(); ++i) {
+      // Where our acquisition won, the acquire script already took us out.
+      if (acquired && i < last_.nodes.size() && last_.nodes[i].status == node_status::ok) continue;
+      send_script(eng_.node(i), st_->route, *call, st_->timeout, [call](command_result&&) {});
+    }
   }
 
   void send_release_unawaited(std::size_t i) {
@@ -440,6 +476,7 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       retry_timer_ = nullptr;
     }
     if (registered_) eng_.remove_task(this);
+    if (why != errc{}) leave_line(false);
     result r;
     if (why != errc{}) r.error = make_error_code(why);
     r.nodes = std::move(last_.nodes);
@@ -485,6 +522,10 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
   bool in_round_ = false;
   int attempts_ = 0;
   int max_tries_ = 1;
+  milliseconds next_delay_{0};
+  bool waits_in_line_ = false;
+  bool joined_line_ = false;
+  std::string arrival_;
   errc failure_ = errc::no_quorum;
   clock::time_point attempt_start_{};
   tally last_;
@@ -502,7 +543,10 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
       expiry_ms(std::to_string(opts.expiry.count())),
-      fence_key(detail::fence_key(name)) {
+      fence_key(detail::fence_key(name)),
+      line_key(detail::line_key(name)),
+      lease_key(detail::lease_key(name)),
+      channel(release_channel(name)) {
   if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
 }
 

@@ -43,6 +43,9 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;             // PX argument
   const std::string fence_key;             // the fencing counter's key
+  const std::string line_key;              // waiters for the lock, oldest first
+  const std::string lease_key;             // each waiter's lease in that line
+  const std::string channel;               // where releases are announced
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;

@@ -12,10 +12,13 @@ namespace {
 // for a multi-name lock) and are all-or-nothing on a node.
 
 // Compare-and-delete: only our value is ever deleted. The three-way answer
-// lets unlock tell "expired" (0) from "taken" (-1).
+// lets unlock tell "expired" (0) from "taken" (-1). The last KEY is the
+// lock's waiting line: if somebody waits, the next in line is announced on
+// the lock's release channel so it can try at once instead of sleeping.
 constexpr std::string_view release_source = R"lua(
+local n = #KEYS - 1
 local mine, foreign = {}, 0
-for i = 1, #KEYS do
+for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v == ARGV[1] then
     mine[#mine + 1] = KEYS[i]
@@ -25,6 +28,10 @@ for i = 1, #KEYS do
 end
 if #mine > 0 then
   redis.call('DEL', unpack(mine))
+  local next_in_line = redis.call('ZRANGE', KEYS[n + 1], 0, 0)[1]
+  if next_in_line then
+    redis.call('PUBLISH', ARGV[2], next_in_line)
+  end
 end
 if foreign > 0 then
   return -1
@@ -79,24 +86,87 @@ return 1
 )lua";
 
 // SET NX and the fencing counter in one atomic step: the token a node hands
-// out is tied to the SET that won there. KEYS[#KEYS] is the counter.
+// out is tied to the SET that won there.
+// KEYS = names..., fencing counter, waiting line (zset), leases (hash).
+// ARGV = value, expiry ms, arrival (score), lease ms, "1" to wait in line.
+// The lock goes to the head of the line (the oldest waiter whose lease has
+// not run out), or to anyone when nobody waits. Every node orders the line by
+// the same client-given arrival, so nodes agree on the head and two waiters
+// do not split the votes. A waiter refreshes its lease on every attempt; a
+// waiter that vanished drops out when its lease runs out.
+// Returns the token (>= 1), or -2 (busy; caller is first in line), -1
+// (busy; others are ahead), or nil (busy; not waiting).
 constexpr std::string_view acquire_source = R"lua(
-local n = #KEYS - 1
-if n == 1 then
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return false
+local n = #KEYS - 3
+local line, leases = KEYS[n + 2], KEYS[n + 3]
+local value = ARGV[1]
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-else
-  for i = 1, n do
-    if redis.call('EXISTS', KEYS[i]) == 1 then
-      return false
+  return now
+end
+local head = nil
+if redis.call('EXISTS', line) == 1 then
+  while true do
+    local first = redis.call('ZRANGE', line, 0, 0)[1]
+    if not first then
+      break
     end
-  end
-  for i = 1, n do
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
+      head = first
+      break
+    end
+    redis.call('ZREM', line, first)
+    redis.call('HDEL', leases, first)
   end
 end
-return redis.call('INCR', KEYS[n + 1])
+if head == nil or head == value then
+  local won = true
+  if n == 1 then
+    won = redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+  else
+    for i = 1, n do
+      if redis.call('EXISTS', KEYS[i]) == 1 then
+        won = false
+        break
+      end
+    end
+    if won then
+      for i = 1, n do
+        redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+      end
+    end
+  end
+  if won then
+    if head then
+      redis.call('ZREM', line, value)
+      redis.call('HDEL', leases, value)
+    end
+    return redis.call('INCR', KEYS[n + 1])
+  end
+end
+if ARGV[5] ~= '1' then
+  return false
+end
+local lease = tonumber(ARGV[4])
+redis.call('ZADD', line, 'NX', ARGV[3], value)
+redis.call('HSET', leases, value, clock() + lease)
+redis.call('PEXPIRE', line, 2 * lease)
+redis.call('PEXPIRE', leases, 2 * lease)
+if redis.call('ZRANGE', line, 0, 0)[1] == value then
+  return -2
+end
+return -1
+)lua";
+
+// A waiter that gives up leaves the line. KEYS = line, leases; ARGV = value.
+constexpr std::string_view leave_source = R"lua(
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
 )lua";
 
 constexpr std::string_view fence_source = R"lua(
@@ -116,6 +186,15 @@ const lua_script& acquire_script() {
   static const lua_script s{acquire_source, sha1_hex(acquire_source)};
   return s;
 }
+
+const lua_script& leave_script() {
+  static const lua_script s{leave_source, sha1_hex(leave_source)};
+  return s;
+}
+
+std::string line_key(std::string_view name) { return std::string(name) + ":redsync-line"; }
+std::string lease_key(std::string_view name) { return std::string(name) + ":redsync-leases"; }
+std::string release_channel(std::string_view name) { return "redsync:release:" + std::string(name); }
 
 const lua_script& fence_script() {
   static const lua_script s{fence_source, sha1_hex(fence_source)};

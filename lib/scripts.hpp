@@ -22,21 +22,30 @@ struct lua_script {
 // Every script but the fence write-back takes all of a lock's names as KEYS
 // (several for a multi-name lock) and is all-or-nothing on a node.
 
-// Acquisition with a fencing counter.
-// KEYS = the names, then the fencing counter; ARGV[1] = value,
-// ARGV[2] = expiry in ms. SET NX PX on every name; where that succeeds, INCR
-// the counter and return it (an integer); if any name exists, return nil.
+// Acquisition with a fencing counter and a fair waiting line.
+// KEYS = the names, the fencing counter, the waiting line, the leases;
+// ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line.
+// Returns the token (>= 1) where SET NX won on every name; else -2 (busy,
+// first in line), -1 (busy, others ahead) or nil (busy, not waiting).
 const lua_script& acquire_script();
+
+// Leaving the waiting line. KEYS = line, leases; ARGV = value.
+const lua_script& leave_script();
 
 // Fencing write-back. KEYS[1] = name, KEYS[2] = counter, ARGV[1] = value,
 // ARGV[2] = token. Only where the key still holds our value, raises the
 // counter to at least the token. Returns 1 if the value was ours, else 0.
 const lua_script& fence_script();
 
-// The key of the fencing counter of lock `name`.
+// Keys and channel derived from a lock's (first) name.
 std::string fence_key(std::string_view name);
+std::string line_key(std::string_view name);
+std::string lease_key(std::string_view name);
+std::string release_channel(std::string_view name);
 
-// KEYS = the names, ARGV[1] = value. Deletes the names holding our value.
+// KEYS = the names, then the waiting line; ARGV = value, release channel.
+// Deletes the names holding our value and, if anyone waits, publishes the
+// next in line's value on the release channel.
 // Returns -1 if any name holds another value (left alone), else 1 if
 // something of ours was deleted, else 0 (all missing).
 const lua_script& release_script();

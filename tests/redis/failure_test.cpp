@@ -283,7 +283,7 @@ TEST_CASE("with too few nodes accepting the password, lock fails as no_quorum na
   auto m = no_auth.new_mutex(unique_name("noauth"), {.tries = 1});
   auto r = m.lock(redsync::context{});
   CHECK(r.error == redsync::errc::no_quorum);
-  for (const auto& n : r.nodes) CHECK(n.error_class == redsync::server_error::noauth);
+  for (const auto& n : r.nodes) CHECK_MESSAGE(n.error_class == redsync::server_error::noauth, n.message);
   auto ok = rs.new_mutex(unique_name("auth-ok"));
   CHECK(ok.lock(redsync::context{}).ok());
 }
