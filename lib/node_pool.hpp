@@ -18,6 +18,29 @@
 // next use. A dropped connection is re-established on next use, with
 // exponential backoff between failed connects; during backoff send() fails
 // fast (deferred callback, `unreachable`).
+//
+// Details the layers above may rely on:
+//  * route % pool_size picks the connection; connections are created and
+//    connected lazily on first use, on the loop thread.
+//  * A command's timeout runs from send(); the handshake (AUTH, SELECT) is
+//    pipelined in front of the first commands of each new connection and is
+//    bounded by their timeouts. A command that times out before it was
+//    written is never sent at all.
+//  * stall_close = max(10 x the largest timeout seen on that connection, 5 s).
+//    Commands still waiting when it fires fail as `unreachable`.
+//  * Backoff is per node: after a failed connect (refused, timed out,
+//    resolve error) every disconnected connection of the pool fails fast for
+//    reconnect_backoff_min, doubling per consecutive failure up to
+//    reconnect_backoff_max; a successful connect resets it. A connection
+//    dropped after it was up reconnects on next use without waiting.
+//  * If AUTH or SELECT failed, the commands' own error replies (e.g. NOAUTH)
+//    are delivered with status `ok`, and `error` says why, e.g.
+//    "AUTH failed: WRONGPASS invalid username-password pair ...".
+//  * Callbacks must not throw (std::terminate): they run inside libuv.
+//  * close(): callbacks of everything outstanding run with `shutdown` after
+//    close() returned, then `closed` runs last; sends made while closing also
+//    complete with `shutdown`. The pool may be destroyed inside `closed`.
+//    send() after `closed` ran throws std::logic_error (programmer error).
 
 #include "reply.hpp"
 
@@ -46,7 +69,9 @@ enum class transport_status {
 struct command_result {
   transport_status status = transport_status::ok;
   reply value;
-  std::string error;  // transport failure text, e.g. "connect: connection refused"
+  // Transport failure text, e.g. "connect: connection refused"; with status
+  // ok, non-empty only when a handshake error explains an error reply.
+  std::string error;
   std::chrono::microseconds latency{0};
 };
 
