@@ -274,6 +274,25 @@ TEST_CASE("a short timeout behind a long one fires first") {
   CHECK(f.call({"ECHO", "after"}).value.str == "after");
 }
 
+TEST_CASE("a connection silent for stall_close with only timed-out commands is replaced") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"}, 400ms)));  // 10 x 400 ms < 5 s
+  redis_client client(server);
+  const auto before = std::stoll(client.info_field("stats", "total_connections_received"));
+  server.pause();
+  CHECK(f.call({"ECHO", "stale"}, 100ms).status == transport_status::timeout);
+  // stall_close is max(10 x 100 ms, 5 s): the dead-looking connection is
+  // closed 5 s after its last byte. This waits for time itself to pass.
+  std::this_thread::sleep_for(6s);
+  server.resume();
+  auto fresh = f.call({"ECHO", "fresh"});
+  REQUIRE(is_ok(fresh));
+  CHECK(fresh.value.str == "fresh");
+  const auto after = std::stoll(client.info_field("stats", "total_connections_received"));
+  CHECK(after == before + 1);
+}
+
 TEST_CASE("killing a server fails its commands in flight as unreachable, and the pool reconnects after a restart") {
   redis_server server;
   pool_fixture f(tcp_node(server));
