@@ -420,6 +420,13 @@ void connection::handle_data(const char* data, std::size_t size) {
       handshake_due_.pop_front();
       continue;
     }
+    if (push_ && r.type == reply::kind::array && !r.elements.empty() &&
+        r.elements.front().str == "message") {
+      push_(std::move(r));
+      r = reply{};
+      if (socket_ != s || state_ != state::connected) return;  // the handler closed us
+      continue;
+    }
     if (inflight_.empty()) {
       drop("protocol error: reply without a command");
       return;

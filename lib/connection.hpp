@@ -43,6 +43,12 @@ class connection {
 
   state current_state() const noexcept { return state_; }
 
+  // Pub/sub: when set, "message" pushes (which answer no command) go here
+  // instead of being matched to a command; SUBSCRIBE confirmations still
+  // answer their commands in order. Set before connect().
+  using push_handler = std::function<void(reply&&)>;
+  void set_push_handler(push_handler handler) { push_ = std::move(handler); }
+
   // Starts a connect attempt; only when disconnected. Never completes inline.
   void connect();
   // Queues a command; requires connecting or connected. Written on the next
@@ -94,6 +100,7 @@ class connection {
   uv_loop_t* loop_;
   connection_config config_;
   connect_listener listener_;
+  push_handler push_;
   state state_ = state::disconnected;
 
   uv_timer_t connect_timer_{};

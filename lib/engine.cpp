@@ -15,11 +15,12 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
   check_redsync_options(options);
   if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
   pools_.reserve(nodes.size());
-  for (auto& n : nodes) {
+  for (const auto& n : nodes) {
     check_node_options(n);
     addresses_.push_back(n.address());
-    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), std::move(n), options));
+    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
+  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
 }
 
 namespace {
@@ -30,17 +31,20 @@ namespace {
 // whose close callback frees everything.
 struct pool_closer {
   std::vector<std::unique_ptr<node_pool>> pools;
+  std::unique_ptr<release_listener> listener;
   std::size_t remaining = 0;
   std::function<void()> done;
   uv_timer_t defer{};
 
   static void start(uv_loop_t* loop, std::vector<std::unique_ptr<node_pool>> pools,
-                    std::function<void()> done) {
-    auto* c = new pool_closer{std::move(pools), 0, std::move(done), {}};
+                    std::unique_ptr<release_listener> listener, std::function<void()> done) {
+    auto* c = new pool_closer{std::move(pools), std::move(listener), 0, std::move(done), {}};
     uv_timer_init(loop, &c->defer);
     c->defer.data = c;
-    c->remaining = c->pools.size();
-    if (c->remaining == 0) return c->finish();
+    c->remaining = c->pools.size() + 1;
+    c->listener->close([c] {
+      if (--c->remaining == 0) c->finish();
+    });
     for (auto& p : c->pools) {
       p->close([c] {
         if (--c->remaining == 0) c->finish();
@@ -79,13 +83,14 @@ engine::~engine() {
     // An application-owned loop destroying us from its own thread: we cannot
     // wait for the loop, so the closer outlives us and frees the pools later.
     wind_up_tasks();
-    pool_closer::start(loop_.loop(), std::move(pools_), {});
+    pool_closer::start(loop_.loop(), std::move(pools_), std::move(listener_), {});
     return;
   }
   std::promise<void> all_closed;
   loop_.post([this, &all_closed] {
     wind_up_tasks();
-    pool_closer::start(loop_.loop(), std::move(pools_), [&all_closed] { all_closed.set_value(); });
+    pool_closer::start(loop_.loop(), std::move(pools_), std::move(listener_),
+                       [&all_closed] { all_closed.set_value(); });
   });
   all_closed.get_future().wait();
 }

@@ -6,6 +6,7 @@
 
 #include "event_loop.hpp"
 #include "node_pool.hpp"
+#include "release_listener.hpp"
 
 #include <redsync/options.hpp>
 
@@ -45,6 +46,7 @@ class engine {
   // Loop thread only.
   node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
   std::mt19937_64& rng() noexcept { return rng_; }
+  release_listener& listener() noexcept { return *listener_; }
   void add_task(loop_task* t) { tasks_.insert(t); }
   void remove_task(loop_task* t) { tasks_.erase(t); }
 
@@ -53,6 +55,7 @@ class engine {
 
   event_loop loop_;
   std::vector<std::unique_ptr<node_pool>> pools_;
+  std::unique_ptr<release_listener> listener_;
   std::vector<std::string> addresses_;
   std::mt19937_64 rng_;
   std::unordered_set<loop_task*> tasks_;

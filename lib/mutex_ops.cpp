@@ -65,7 +65,9 @@ milliseconds default_retry_delay(std::mt19937_64& rng) {
   return milliseconds{d(rng)};
 }
 
-class operation final : public loop_task, public std::enable_shared_from_this<operation> {
+class operation final : public loop_task,
+                        public release_listener::waiter,
+                        public std::enable_shared_from_this<operation> {
  public:
   operation(std::shared_ptr<mutex_state> st, op_kind kind, context ctx, std::string value,
             std::function<void(result)> done)
@@ -90,6 +92,30 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
   }
 
   void on_shutdown() override { abandon(errc::shutting_down); }
+
+  // The lock was released and we are next in line: try now instead of
+  // sleeping out the retry delay.
+  void on_release(std::string_view next_in_line) override {
+    if (finished_ || next_in_line != value_) return;
+    if (in_round_ || !retry_timer_) {
+      // Our own attempt is in flight and may have raced the release: if it
+      // fails, try again at once rather than sleeping through the delay.
+      woken_ = true;
+      return;
+    }
+    retry_timer_->stop();
+    attempt();
+  }
+
+  void on_subscribed() override {
+    // Once per wait is enough: every node confirms, but one look closes the
+    // gap between our refusal and the subscription.
+    if (looked_after_subscribing_) return;
+    if (finished_ || in_round_ || !retry_timer_ || !first_in_line_) return;
+    looked_after_subscribing_ = true;
+    retry_timer_->stop();
+    attempt();
+  }
 
  private:
   struct canceller {
@@ -215,6 +241,10 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
     in_round_ = false;
     if (finished_) return;  // abandoned: the release already went out
     last_ = std::move(t);
+    first_in_line_ = false;
+    for (std::size_t i = 0; i < last_.nodes.size(); ++i) {
+      if (last_.nodes[i].status == node_status::taken && last_.integers[i] == -2) first_in_line_ = true;
+    }
     if (last_.ok < eng_.quorum()) {
       return release_failed_attempt(acquire_failure(last_, eng_.size(), eng_.quorum()));
     }
@@ -321,8 +351,14 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
 
   void after_failed_attempt() {
     if (attempts_ >= max_tries_) return finish(failure_);
+    if (waits_in_line_ && !watching_ && !eng_.shutting_down()) {
+      eng_.listener().watch(st_->channel, this);
+      watching_ = true;
+    }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    retry_timer_->start(duration_cast<microseconds>(next_delay_), [this] { attempt(); });
+    const auto delay = woken_ ? microseconds::zero() : duration_cast<microseconds>(next_delay_);
+    woken_ = false;
+    retry_timer_->start(delay, [this] { attempt(); });
   }
 
   // A waiter that stops waiting (acquired, gave up, cancelled) leaves the
@@ -476,6 +512,10 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
       retry_timer_ = nullptr;
     }
     if (registered_) eng_.remove_task(this);
+    if (watching_) {
+      eng_.listener().unwatch(st_->channel, this);
+      watching_ = false;
+    }
     if (why != errc{}) leave_line(false);
     result r;
     if (why != errc{}) r.error = make_error_code(why);
@@ -525,6 +565,10 @@ class operation final : public loop_task, public std::enable_shared_from_this<op
   milliseconds next_delay_{0};
   bool waits_in_line_ = false;
   bool joined_line_ = false;
+  bool watching_ = false;
+  bool first_in_line_ = false;
+  bool looked_after_subscribing_ = false;
+  bool woken_ = false;
   std::string arrival_;
   errc failure_ = errc::no_quorum;
   clock::time_point attempt_start_{};

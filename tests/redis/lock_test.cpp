@@ -252,7 +252,9 @@ TEST_CASE("lock makes exactly `tries` attempts and calls the delay function with
   CHECK(r.error == redsync::errc::busy);
   CHECK(r.attempts == 4);
   CHECK(delays_asked == std::vector<int>{1, 2, 3});
-  CHECK(took >= 60ms);  // three delays of 20 ms between four attempts
+  // Delays of 20 ms between attempts; a waiter first in line skips one when
+  // its release subscription is confirmed (it looks again at once).
+  CHECK(took >= 40ms);
   for (std::size_t i = 0; i < c.size(); ++i) CHECK(redis_client(c[i]).calls("set") == 4);
 }
 
