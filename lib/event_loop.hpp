@@ -15,9 +15,11 @@ class event_loop {
   // external == nullptr: create a loop and run it on a background thread
   // until destruction. Otherwise use the application's loop (which it runs).
   explicit event_loop(uv_loop_s* external);
-  // Runs `on_shutdown` on the loop (it must close every handle it owns, then
-  // call the continuation it is given), then stops and joins the thread of an
-  // owned loop and closes that loop. Must not be called on the loop thread.
+  // Owned loop: closes its own handles (and, defensively, any handle still
+  // open: the engine closes its pools first), joins the thread and closes
+  // the loop. External loop, from another thread: the application must keep
+  // running its loop until this returns; on the loop's own thread: closes
+  // asynchronously and returns at once.
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
