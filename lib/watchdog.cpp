@@ -81,11 +81,17 @@ void watchdog::on_extended(const result& r) {
     until = st_.until;
   }
   const auto retry_in = std::max(microseconds(1000), interval_ / 10);
-  if (clock::now() + retry_in + st_.timeout < until) {
+  if (clock::now() + retry_in + st_.timeout + margin() < until) {
     schedule_extension(retry_in);
   } else {
     declare_lost(r);
   }
+}
+
+// Slack for a loaded loop (timers firing late, callbacks queued): the lost
+// signal must come before `until`, not merely around it.
+microseconds watchdog::margin() const {
+  return std::max(microseconds(2000), microseconds(st_.opts.expiry) / 50);
 }
 
 void watchdog::arm_lost_alarm() {
@@ -94,15 +100,26 @@ void watchdog::arm_lost_alarm() {
     std::lock_guard lk(st_.mu);
     until = st_.until;
   }
-  const auto at = until - st_.timeout;
+  final_alarm_ = false;
+  const auto at = until - st_.timeout - margin();
   alarm_->start(duration_cast<microseconds>(at - clock::now()), [this] { on_lost_alarm(); });
 }
 
 void watchdog::on_lost_alarm() {
   if (!active_) return;
-  // An extension in flight completes within the timeout, so before `until`:
-  // it decides.
-  if (in_flight_) return;
+  if (in_flight_ && !final_alarm_) {
+    // An extension in flight normally completes within the timeout, so
+    // before `until`, and decides. If it has not by `until - margin`, the
+    // lock is reported lost anyway: better a false alarm than a late one.
+    clock::time_point until;
+    {
+      std::lock_guard lk(st_.mu);
+      until = st_.until;
+    }
+    final_alarm_ = true;
+    alarm_->start(duration_cast<microseconds>(until - margin() - clock::now()), [this] { on_lost_alarm(); });
+    return;
+  }
   result why = last_failure_;
   if (!why.error) {
     why.error = make_error_code(errc::lost);

@@ -5,10 +5,11 @@
 // After an acquisition the watchdog extends every `interval` (through the
 // mutex's operation queue, so an extension never overlaps a user call). A
 // failed extension is retried while one could still land before `until`.
-// The "lost" alarm is armed at `until - timeout`: past that point no
+// The "lost" alarm is armed at `until - timeout - margin`: past that point no
 // extension started now could complete within the validity, so unless one is
-// in flight (it completes before `until`, and decides), the lock is lost. Hence
-// the lost signal always fires before the last computed `until`.
+// in flight (it normally completes before `until`, and decides), the lock is
+// lost. An extension still in flight at `until - margin` does not delay the
+// verdict. Hence the lost signal fires before the last computed `until`.
 //
 // stop() is called when a release is enqueued, before it is sent, and the
 // extension operation re-checks active() when it runs, so no extension can
@@ -50,6 +51,7 @@ class watchdog final : public loop_task {
   void on_lost_alarm();
   void declare_lost(const result& why);
   bool cap_reached() const;
+  std::chrono::microseconds margin() const;
 
   mutex_state& st_;
   std::chrono::microseconds interval_;
@@ -57,6 +59,7 @@ class watchdog final : public loop_task {
   loop_timer* alarm_ = nullptr;
   bool active_ = false;
   bool in_flight_ = false;
+  bool final_alarm_ = false;
   int extensions_ = 0;
   clock::time_point acquired_at_{};
   result last_failure_;
