@@ -65,6 +65,14 @@ milliseconds default_retry_delay(std::mt19937_64& rng) {
   return milliseconds{d(rng)};
 }
 
+// The `send` of a round that runs `call` on every node, on the mutex's route.
+std::function<void(node_pool&, command_callback)> script_sender(const script_call& call, std::uint64_t route,
+                                                                 microseconds timeout) {
+  return [call, route, timeout](node_pool& pool, command_callback cb) {
+    send_script(pool, route, call, timeout, std::move(cb));
+  };
+}
+
 class operation final : public loop_task,
                         public release_listener::waiter,
                         public std::enable_shared_from_this<operation> {
@@ -225,14 +233,9 @@ class operation final : public loop_task,
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec;
-    spec.send = [call = st_->acquire_call, route = st_->route, timeout = st_->timeout](
-                    node_pool& pool, command_callback cb) {
-      send_script(pool, route, call, timeout, std::move(cb));
-    };
+    spec.send = script_sender(st_->acquire_call, st_->route, st_->timeout);
     spec.classify = classify_acquire;
-    spec.quorum = eng_.quorum();
-    spec.fail_fast = st_->opts.fail_fast;
-    spec.shuffle = st_->opts.shuffle_nodes;
+    apply_mutex_options(spec);
     run_round(eng_, std::move(spec),
               [self = shared_from_this()](tally&& t) { self->on_attempt(std::move(t)); });
   }
@@ -276,12 +279,9 @@ class operation final : public loop_task,
 
   void write_back_token(std::int64_t token, std::size_t at_token, std::vector<bool> skip) {
     const std::string token_text = std::to_string(token);
-    auto call = std::make_shared<script_call>(
-        make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}));
     round_spec spec;
-    spec.send = [call, route = st_->route, timeout = st_->timeout](node_pool& pool, command_callback cb) {
-      send_script(pool, route, *call, timeout, std::move(cb));
-    };
+    spec.send = script_sender(make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}),
+                              st_->route, st_->timeout);
     spec.classify = [](const reply& r) {
       if (r.type == reply::kind::integer && r.integer == 1) return node_status::ok;
       if (r.type == reply::kind::integer && r.integer == 0) return node_status::missing;
@@ -384,15 +384,17 @@ class operation final : public loop_task,
 
   round_spec release_spec() {
     round_spec spec;
-    spec.send = [call = st_->release_call, route = st_->route, timeout = st_->timeout](
-                    node_pool& pool, command_callback cb) {
-      send_script(pool, route, call, timeout, std::move(cb));
-    };
+    spec.send = script_sender(st_->release_call, st_->route, st_->timeout);
     spec.classify = classify_three_way;
+    apply_mutex_options(spec);
+    return spec;
+  }
+
+  // Quorum, fail-fast and node order, as this mutex is configured.
+  void apply_mutex_options(round_spec& spec) const {
     spec.quorum = eng_.quorum();
     spec.fail_fast = st_->opts.fail_fast;
     spec.shuffle = st_->opts.shuffle_nodes;
-    return spec;
   }
 
   bool has_value(bool for_release) {
@@ -441,22 +443,13 @@ class operation final : public loop_task,
                                             {value_snapshot(), st_->expiry_ms,
                                              st_->opts.set_nx_on_extend ? "1" : "0"});
       }
-      spec.send = [call = st_->extend_call, route = st_->route, timeout = st_->timeout](
-                      node_pool& pool, command_callback cb) {
-        send_script(pool, route, call, timeout, std::move(cb));
-      };
+      spec.send = script_sender(st_->extend_call, st_->route, st_->timeout);
     } else {
-      auto call = std::make_shared<script_call>(
-          make_script_call(check_script(), st_->keys, {value_snapshot()}));
-      spec.send = [call, route = st_->route, timeout = st_->timeout](node_pool& pool,
-                                                                     command_callback cb) {
-        send_script(pool, route, *call, timeout, std::move(cb));
-      };
+      spec.send = script_sender(make_script_call(check_script(), st_->keys, {value_snapshot()}),
+                                st_->route, st_->timeout);
     }
     spec.classify = classify_three_way;
-    spec.quorum = eng_.quorum();
-    spec.fail_fast = st_->opts.fail_fast;
-    spec.shuffle = st_->opts.shuffle_nodes;
+    apply_mutex_options(spec);
     attempts_ = 1;
     attempt_start_ = clock::now();
     in_round_ = true;

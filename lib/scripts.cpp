@@ -180,47 +180,32 @@ end
 return 0
 )lua";
 
+// A script with its SHA1, computed once per script.
+template <const std::string_view& Source>
+const lua_script& cached_script() {
+  static const lua_script s{Source, sha1_hex(Source)};
+  return s;
+}
+
 }  // namespace
 
-const lua_script& acquire_script() {
-  static const lua_script s{acquire_source, sha1_hex(acquire_source)};
-  return s;
-}
+const lua_script& acquire_script() { return cached_script<acquire_source>(); }
 
-const lua_script& leave_script() {
-  static const lua_script s{leave_source, sha1_hex(leave_source)};
-  return s;
-}
+const lua_script& leave_script() { return cached_script<leave_source>(); }
 
 std::string line_key(std::string_view name) { return std::string(name) + ":redsync-line"; }
 std::string lease_key(std::string_view name) { return std::string(name) + ":redsync-leases"; }
 std::string release_channel(std::string_view name) { return "redsync:release:" + std::string(name); }
 
-const lua_script& fence_script() {
-  static const lua_script s{fence_source, sha1_hex(fence_source)};
-  return s;
-}
+const lua_script& fence_script() { return cached_script<fence_source>(); }
 
-std::string fence_key(std::string_view name) {
-  std::string k(name);
-  k += ":redsync-fence";
-  return k;
-}
+std::string fence_key(std::string_view name) { return std::string(name) + ":redsync-fence"; }
 
-const lua_script& check_script() {
-  static const lua_script s{check_source, sha1_hex(check_source)};
-  return s;
-}
+const lua_script& check_script() { return cached_script<check_source>(); }
 
-const lua_script& release_script() {
-  static const lua_script s{release_source, sha1_hex(release_source)};
-  return s;
-}
+const lua_script& release_script() { return cached_script<release_source>(); }
 
-const lua_script& extend_script() {
-  static const lua_script s{extend_source, sha1_hex(extend_source)};
-  return s;
-}
+const lua_script& extend_script() { return cached_script<extend_source>(); }
 
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args) {

@@ -1,6 +1,7 @@
 // Redlock under failure: nodes killed, frozen (SIGSTOP), restarted, holding
 // the wrong type, or asking for a password; and bad configurations.
 
+#include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -14,17 +15,13 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string unique_name(const char* base) {
-  static std::atomic<int> n{0};
-  return std::string(base) + ":" + std::to_string(n.fetch_add(1));
-}
 
 bool key_absent_everywhere(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
   for (std::size_t i : nodes)

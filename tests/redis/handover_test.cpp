@@ -1,6 +1,7 @@
 // Hand-over: waiters are woken by the release instead of sleeping, served in
 // arrival order, and the releaser cannot jump the line.
 
+#include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -17,16 +18,12 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string unique_name(const char* base) {
-  static std::atomic<int> n{0};
-  return std::string(base) + ":" + std::to_string(n.fetch_add(1));
-}
 
 // Waiters in the line on node 0.
 long long waiting(cluster& c, const std::string& name) {

@@ -1,6 +1,7 @@
 // Holding a lock safely: auto-extension, the lost-lock signal, fencing
 // tokens and the scope guard.
 
+#include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -20,16 +21,12 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string unique_name(const char* base) {
-  static std::atomic<int> n{0};
-  return std::string(base) + ":" + std::to_string(n.fetch_add(1)) + ":" + std::to_string(getpid());
-}
 
 long long script_calls(redis_client& c) { return c.calls("evalsha") + c.calls("eval"); }
 

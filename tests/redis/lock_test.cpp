@@ -1,6 +1,7 @@
 // Redlock behaviour on healthy nodes: acquisition, mutual exclusion, release,
 // extension, retries, and what the keys look like on every node.
 
+#include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -17,16 +18,12 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string unique_name(const char* base) {
-  static std::atomic<int> n{0};
-  return std::string(base) + ":" + std::to_string(n.fetch_add(1));
-}
 
 // A 1 ms..3 ms retry delay keeps contended tests fast.
 redsync::mutex_options fast_retries(redsync::mutex_options o = {}) {
