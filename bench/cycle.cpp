@@ -17,7 +17,7 @@ json run_cycle(const config& cfg) {
     transport admin(cfg.nodes);
     pids = node_pids(admin);
   }
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   cpu_probe cpu(pids);
   auto m = rs.new_mutex(unique_name("cycle"));
   samples acquire, release, cycle;

@@ -35,7 +35,7 @@ json cycles(redsync::Redsync& rs, const config& cfg, bool fail_fast, int iterati
 }  // namespace
 
 json run_degraded(const config& cfg) {
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   json j;
   j.text("state", cfg.label)
       .object("default", cycles(rs, cfg, false, cfg.slow_iterations > 0 ? cfg.slow_iterations : cfg.iterations))
@@ -44,7 +44,7 @@ json run_degraded(const config& cfg) {
 }
 
 json run_failed_lock(const config& cfg) {
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   redsync::mutex_options opts;
   if (cfg.tries > 0) opts.tries = cfg.tries;
   auto m = rs.new_mutex(unique_name("failed"), opts);

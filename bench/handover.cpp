@@ -49,7 +49,7 @@ std::int64_t commandstat_calls(transport& admin, std::string_view cmd) {
 }
 
 json run_point(const config& cfg, transport& admin, int contenders, bool tuned) {
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   const std::string name = unique_name("handover");
   redsync::mutex_options opts;
   if (tuned) opts.retry_delay = [](int) { return std::chrono::milliseconds{10}; };

@@ -49,7 +49,7 @@ std::int64_t all_at_once(std::vector<redsync::Mutex>& ms, Op op) {
 json run_memory(const config& cfg) {
   transport admin(cfg.nodes);
   const long rss_start = rss_kib();
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   std::vector<redsync::Mutex> ms;
   ms.reserve(static_cast<std::size_t>(cfg.locks));
   for (int i = 0; i < cfg.locks; ++i) ms.push_back(rs.new_mutex(unique_name("mem")));

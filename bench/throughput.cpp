@@ -60,7 +60,7 @@ struct locker {
 };
 
 json run_point(const config& cfg, int k, const std::vector<long>& pids) {
-  redsync::Redsync rs(cfg.nodes);
+  redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   run_state run;
   std::deque<locker> lockers;
   for (int i = 0; i < k; ++i) lockers.push_back(locker{rs.new_mutex(unique_name("tp")), run, {}});

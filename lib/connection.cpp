@@ -100,6 +100,7 @@ connection::connection(uv_loop_t* loop, const connection_config& config,
     const std::string db = std::to_string(n.db);
     handshake_.emplace_back("SELECT " + db, encode_command({"SELECT", db}));
   }
+  if (config_.on_server_info) handshake_.emplace_back("INFO", encode_command({"INFO", "server"}));
 }
 
 connection::~connection() {
@@ -413,8 +414,11 @@ void connection::handle_data(const char* data, std::size_t size) {
     if (!handshake_due_.empty()) {
       // AUTH/SELECT replies precede the user's. On failure the user commands
       // get their own error replies (NOAUTH, ...); remember why, so those
-      // results can say so.
-      if (r.is_error() && handshake_error_.empty()) {
+      // results can say so. INFO only informs: its failure (an ACL without
+      // INFO, or AUTH having failed) is not the user's commands' cause.
+      if (handshake_due_.front() == "INFO") {
+        if (!r.is_error() && config_.on_server_info) config_.on_server_info(r.str);
+      } else if (r.is_error() && handshake_error_.empty()) {
         handshake_error_ = fmt::format("{} failed: {}", handshake_due_.front(), r.str);
       }
       handshake_due_.pop_front();

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redsync::detail {
@@ -26,6 +27,10 @@ namespace redsync::detail {
 struct connection_config {
   node_options node;
   std::chrono::milliseconds connect_timeout{1000};
+  // When set, every new connection also sends `INFO server` in its
+  // handshake and hands the reply text here, before any later reply on that
+  // connection is delivered (the restart guard reads run_id and uptime).
+  std::function<void(std::string_view info)> on_server_info{};
 };
 
 class connection {

@@ -61,6 +61,8 @@ struct round_state {
         } else {
           n.status = spec.classify(r.value);
           if (r.value.type == reply::kind::integer) counts.integers[i] = r.value.integer;
+          if (n.status == node_status::ok && spec.exclude_yes && spec.exclude_yes(i, n.message))
+            n.status = node_status::excluded;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;
             n.message = "unexpected reply";
@@ -82,6 +84,7 @@ struct round_state {
       case node_status::ok: ++counts.ok; break;
       case node_status::taken: ++counts.taken; break;
       case node_status::missing: ++counts.missing; break;
+      case node_status::excluded: ++counts.excluded; break;
       default: ++counts.failed; break;
     }
     if (counts.pending == 0 || (spec.fail_fast && decided())) report();

@@ -47,6 +47,9 @@ struct round_spec {
   bool shuffle = false;
   // Nodes to leave out of the round (reported as `excluded`); may be empty.
   std::vector<bool> excluded;
+  // Asked when node i says yes: true (with a reason) turns that yes into
+  // `excluded`, which does not count towards the quorum. May be empty.
+  std::function<bool(std::size_t i, std::string& why)> exclude_yes;
 };
 
 // Starts a round on the loop thread. `done` runs exactly once on the loop

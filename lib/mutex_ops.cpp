@@ -235,6 +235,9 @@ class operation final : public loop_task,
     round_spec spec;
     spec.send = script_sender(st_->acquire_call, st_->route, st_->timeout);
     spec.classify = classify_acquire;
+    if (eng_.restart_guard()) {
+      spec.exclude_yes = [e = &eng_](std::size_t i, std::string& why) { return e->excluded(i, why); };
+    }
     apply_mutex_options(spec);
     run_round(eng_, std::move(spec),
               [self = shared_from_this()](tally&& t) { self->on_attempt(std::move(t)); });
@@ -333,6 +336,7 @@ class operation final : public loop_task,
         case node_status::timeout:
         case node_status::unreachable:
         case node_status::not_awaited:
+        case node_status::excluded:  // it said yes; its vote just did not count
           send_release_unawaited(i);
           break;
         default: break;
@@ -371,7 +375,9 @@ class operation final : public loop_task,
         make_script_call(leave_script(), {st_->line_key, st_->lease_key}, {value_}));
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       // Where our acquisition won, the acquire script already took us out.
-      if (acquired && i < last_.nodes.size() && last_.nodes[i].status == node_status::ok) continue;
+      if (acquired && i < last_.nodes.size() &&
+          (last_.nodes[i].status == node_status::ok || last_.nodes[i].status == node_status::excluded))
+        continue;
       send_script(eng_.node(i), st_->route, *call, st_->timeout, [call](command_result&&) {});
     }
   }

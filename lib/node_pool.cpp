@@ -205,4 +205,8 @@ void node_pool::send(std::uint64_t route, wire_command cmd, std::chrono::microse
 
 void node_pool::close(std::function<void()> closed) { impl_->close(std::move(closed)); }
 
+void node_pool::on_server_info(std::function<void(std::string_view info)> listener) {
+  impl_->config.on_server_info = std::move(listener);
+}
+
 }  // namespace redsync::detail

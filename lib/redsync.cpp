@@ -32,6 +32,7 @@ Redsync::~Redsync() = default;
 
 Mutex Redsync::new_mutex(std::string name, mutex_options options) {
   detail::check_mutex_options(name, options);
+  engine_->note_expiry(options.expiry);
   std::vector<std::string> names;
   names.push_back(std::move(name));
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
@@ -45,6 +46,7 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
     if (!seen.insert(n).second)
       throw config_error(fmt::format("new_multi_mutex: name \"{}\" is given twice", n));
   }
+  engine_->note_expiry(options.expiry);
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
 }
 

@@ -61,6 +61,9 @@ Options:
                          default 0.01
   --fail-fast            decide each attempt as soon as the outcome is
                          certain, without waiting for every node
+  --no-restart-guard     count the votes of nodes that started less than
+                         --ttl ago (only for throw-away test nodes; also
+                         REDSYNC_RESTART_GUARD=0)
   --kill-grace DURATION  after a lost lock, SIGKILL the command this long
                          after SIGTERM; default 5s
   -q, --quiet            do not report a failure to acquire or to release

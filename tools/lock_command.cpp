@@ -109,7 +109,7 @@ class lock_run {
   explicit lock_run(const lock_config& cfg)
       : cfg_(cfg),
         ev_(std::make_shared<loop_events>()),
-        rs_(cfg.nodes),
+        rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard}),
         mutex_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
 
   int run() {

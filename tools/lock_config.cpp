@@ -6,11 +6,13 @@
 
 #include <array>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 11> lock_options{{
+constexpr std::array<option_spec, 12> lock_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -18,6 +20,7 @@ constexpr std::array<option_spec, 11> lock_options{{
     {"retry-delay", 0, true},
     {"drift-factor", 0, true},
     {"fail-fast", 0, false},
+    {"no-restart-guard", 0, false},
     {"kill-grace", 0, true},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
@@ -65,6 +68,11 @@ lock_config parse_lock_config(std::span<char* const> argv) {
   }
   if (const std::string* v = args.last("kill-grace")) cfg.kill_grace = parse_duration("--kill-grace", *v);
   cfg.fail_fast = args.has("fail-fast");
+  // The restart guard keeps freshly started nodes out of the quorum; a
+  // throw-away test cluster may turn it off (also via the environment, so a
+  // test harness can set it once).
+  const char* guard_env = std::getenv("REDSYNC_RESTART_GUARD");
+  cfg.restart_guard = !args.has("no-restart-guard") && !(guard_env && std::string_view(guard_env) == "0");
   cfg.quiet = args.has("quiet");
   cfg.verbose = args.has("verbose");
   if (cfg.quiet && cfg.verbose) throw usage_error("--quiet and --verbose exclude each other");

@@ -20,6 +20,7 @@ struct lock_config {
   std::optional<std::chrono::milliseconds> retry_delay;  ///< --retry-delay; default random
   std::optional<double> drift_factor;        ///< --drift-factor; default the library's
   bool fail_fast = false;                    ///< --fail-fast
+  bool restart_guard = true;                 ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
   bool quiet = false;                        ///< --quiet / -q
   bool verbose = false;                      ///< --verbose / -v

@@ -67,6 +67,14 @@ struct redsync_options {
   /// external loop, blocking calls must not be made from the loop's thread
   /// (they return `errc::would_deadlock`); use the `*_async` calls there.
   uv_loop_s* loop = nullptr;
+  /// Guard against restarted nodes (the Redis spec's delayed restart, done by
+  /// the client). Default true. Each new connection reads `INFO server`; a
+  /// node that started less than the longest expiry of this `Redsync`'s
+  /// mutexes ago (low uptime, or a new run_id) may have lost keys it held,
+  /// so its "yes" does not count towards an acquisition's quorum until then
+  /// (`node_status::excluded`, with the reason). Note that a freshly started
+  /// cluster therefore grants no lock for that long.
+  bool restart_guard = true;
 };
 
 // Every field has a default member initializer, so designated initializers

@@ -1,6 +1,7 @@
 // Redlock under failure: nodes killed, frozen (SIGSTOP), restarted, holding
 // the wrong type, or asking for a password; and bad configurations.
 
+#include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -15,6 +16,7 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::fresh_nodes;
 using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
@@ -40,7 +42,7 @@ TEST_SUITE("failure") {
 
 TEST_CASE("lock succeeds with 2 of 5 nodes killed") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   c[1].kill();
   c[3].kill();
   auto m = rs.new_mutex(unique_name("two-down"), quick({.expiry = 2s}));
@@ -55,7 +57,7 @@ TEST_CASE("lock succeeds with 2 of 5 nodes killed") {
 
 TEST_CASE("lock fails with 3 of 5 nodes killed and leaves no key on the live nodes") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   c[0].kill();
   c[2].kill();
   c[4].kill();
@@ -72,7 +74,7 @@ TEST_CASE("lock fails with 3 of 5 nodes killed and leaves no key on the live nod
 
 TEST_CASE("the quorum boundary: every subset of pre-taken nodes decides the outcome") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   // Walk all 32 subsets: nodes in the subset already hold someone else's value.
   for (unsigned mask = 0; mask < 32; ++mask) {
     const auto name = unique_name("subset");
@@ -103,7 +105,7 @@ TEST_CASE("the quorum boundary: every subset of pre-taken nodes decides the outc
 
 TEST_CASE("lock succeeds with 2 of 5 nodes frozen, within the per-node timeout plus a margin") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   // Connect first, so the measurement is about frozen nodes, not connecting.
   auto warm = rs.new_mutex(unique_name("warm"));
   REQUIRE(warm.lock(redsync::context{}).ok());
@@ -127,7 +129,7 @@ TEST_CASE("lock succeeds with 2 of 5 nodes frozen, within the per-node timeout p
 
 TEST_CASE("with fail-fast, lock with 2 of 5 nodes frozen returns well before the timeout") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto warm = rs.new_mutex(unique_name("warm"));
   REQUIRE(warm.lock(redsync::context{}).ok());
   REQUIRE(warm.unlock(redsync::context{}).ok());
@@ -149,7 +151,7 @@ TEST_CASE("with fail-fast, lock with 2 of 5 nodes frozen returns well before the
 
 TEST_CASE("with 3 of 5 frozen, lock fails after `tries` attempts and no key is left once they resume") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto warm = rs.new_mutex(unique_name("warm"));
   REQUIRE(warm.lock(redsync::context{}).ok());
   REQUIRE(warm.unlock(redsync::context{}).ok());
@@ -179,7 +181,7 @@ TEST_CASE("with 3 of 5 frozen, lock fails after `tries` attempts and no key is l
 
 TEST_CASE("a cancelled lock still releases on frozen nodes once they resume") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto warm = rs.new_mutex(unique_name("warm"));
   REQUIRE(warm.lock(redsync::context{}).ok());
   REQUIRE(warm.unlock(redsync::context{}).ok());
@@ -200,7 +202,7 @@ TEST_CASE("a cancelled lock still releases on frozen nodes once they resume") {
 
 TEST_CASE("unlock reaches every node even when its deadline has already passed") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("late-unlock");
   auto m = rs.new_mutex(name);
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -213,7 +215,7 @@ TEST_CASE("unlock reaches every node even when its deadline has already passed")
 
 TEST_CASE("a WRONGTYPE key on one node is a typed error for that node and the others still make a quorum") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("wrongtype");
   auto m = rs.new_mutex(name);
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -240,7 +242,7 @@ TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONG
   auto uris = c.uris();
   uris.push_back("redis://127.0.0.1:" + std::to_string(secured.port()));
   {
-    redsync::Redsync rs(uris);
+    redsync::Redsync rs(uris, fresh_nodes());
     auto m = rs.new_mutex(name);
     auto r = m.lock(redsync::context{});
     REQUIRE_MESSAGE(r.ok(), r.describe());
@@ -251,7 +253,7 @@ TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONG
   }
   uris.back() = "redis://:wrong@127.0.0.1:" + std::to_string(secured.port());
   {
-    redsync::Redsync rs(uris);
+    redsync::Redsync rs(uris, fresh_nodes());
     auto m = rs.new_mutex(name);
     auto r = m.lock(redsync::context{});
     REQUIRE_MESSAGE(r.ok(), r.describe());
@@ -262,7 +264,7 @@ TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONG
   }
   uris.back() = "redis://:s3cret@127.0.0.1:" + std::to_string(secured.port());
   {
-    redsync::Redsync rs(uris);
+    redsync::Redsync rs(uris, fresh_nodes());
     auto m = rs.new_mutex(name);
     auto r = m.lock(redsync::context{});
     REQUIRE_MESSAGE(r.ok(), r.describe());
@@ -273,10 +275,10 @@ TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONG
 
 TEST_CASE("with too few nodes accepting the password, lock fails as no_quorum naming the auth errors") {
   cluster c(3, {.password = "pw"});
-  redsync::Redsync rs(c.uris() /* the harness URIs carry the password */);
+  redsync::Redsync rs(c.uris(), fresh_nodes());  // the harness URIs carry the password
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < 3; ++i) bad.push_back("redis://127.0.0.1:" + std::to_string(c[i].port()));
-  redsync::Redsync no_auth(bad);
+  redsync::Redsync no_auth(bad, fresh_nodes());
   auto m = no_auth.new_mutex(unique_name("noauth"), {.tries = 1});
   auto r = m.lock(redsync::context{});
   CHECK(r.error == redsync::errc::no_quorum);
@@ -287,7 +289,7 @@ TEST_CASE("with too few nodes accepting the password, lock fails as no_quorum na
 
 TEST_CASE("a node killed with a command in flight fails that node only, and the next call reconnects") {
   cluster c(5);
-  redsync::Redsync rs(c.uris(), {.reconnect_backoff_min = 10ms, .reconnect_backoff_max = 50ms});
+  redsync::Redsync rs(c.uris(), fresh_nodes({.reconnect_backoff_min = 10ms, .reconnect_backoff_max = 50ms}));
   auto warm = rs.new_mutex(unique_name("warm"));
   REQUIRE(warm.lock(redsync::context{}).ok());
   REQUIRE(warm.unlock(redsync::context{}).ok());

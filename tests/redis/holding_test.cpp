@@ -1,6 +1,7 @@
 // Holding a lock safely: auto-extension, the lost-lock signal, fencing
 // tokens and the scope guard.
 
+#include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -21,6 +22,7 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::fresh_nodes;
 using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::wait_until;
@@ -36,7 +38,7 @@ TEST_SUITE("holding") {
 
 TEST_CASE("auto-extension keeps a 1 s lock alive for 5 s: PTTL never reaches 0 on any node") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("watchdog");
   auto m = rs.new_mutex(name, {.expiry = 1s, .auto_extend = true});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -61,7 +63,7 @@ TEST_CASE("auto-extension keeps a 1 s lock alive for 5 s: PTTL never reaches 0 o
 
 TEST_CASE("with 3 of 5 nodes frozen, the lost signal fires once, before the last computed until") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   std::atomic<int> lost_calls{0};
   std::atomic<clock_type::rep> lost_at{0};
   auto m = rs.new_mutex(unique_name("lost"),
@@ -93,7 +95,7 @@ TEST_CASE("with 3 of 5 nodes frozen, the lost signal fires once, before the last
 
 TEST_CASE("unlock stops auto-extension: no extension reaches any node afterwards") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("stop");
   auto m = rs.new_mutex(name, {.expiry = 1s, .auto_extend = true, .auto_extend_interval = 30ms});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -111,7 +113,7 @@ TEST_CASE("unlock stops auto-extension: no extension reaches any node afterwards
 
 TEST_CASE("max_extensions caps auto-extension and the lock is then reported lost") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   std::atomic<int> lost{0};
   auto m = rs.new_mutex(unique_name("cap"), {.expiry = 600ms,
                                              .auto_extend = true,
@@ -128,7 +130,7 @@ TEST_CASE("max_extensions caps auto-extension and the lock is then reported lost
 
 TEST_CASE("fencing tokens strictly increase across successive holders") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("fence");
   std::uint64_t previous = 0;
   for (int i = 0; i < 20; ++i) {
@@ -142,7 +144,7 @@ TEST_CASE("fencing tokens strictly increase across successive holders") {
 
 TEST_CASE("a token higher on one node is written back to a quorum, so it survives losing that node") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("writeback");
   redis_client(c[0]).command({"SET", name + ":redsync-fence", "1000"});
   auto first = rs.new_mutex(name);
@@ -177,7 +179,7 @@ TEST_CASE("4 processes x 200 acquisitions under node kills and freezes see stric
     if (pid == 0) {
       int code = 0;
       {
-        redsync::Redsync rs(uris, {.reconnect_backoff_min = 5ms, .reconnect_backoff_max = 50ms});
+        redsync::Redsync rs(uris, fresh_nodes({.reconnect_backoff_min = 5ms, .reconnect_backoff_max = 50ms}));
         auto m = rs.new_mutex(name, {.expiry = 2s,
                                      .tries = 1000000,
                                      .retry_delay = [](int) { return 2ms; },
@@ -256,9 +258,57 @@ TEST_CASE("4 processes x 200 acquisitions under node kills and freezes see stric
   CHECK(violations == 0);
 }
 
+TEST_CASE("a restarted node's vote does not count: a second client cannot win with it while the lock is held") {
+  cluster c(5);
+  const auto name = unique_name("restart-guard");
+  // Holder A gets the lock from nodes 0, 1, 2 only: 3 and 4 are down.
+  redsync::Redsync holder(c.uris(), fresh_nodes());
+  c[3].kill();
+  c[4].kill();
+  auto a = holder.new_mutex(name, {.expiry = 30s, .tries = 1});
+  REQUIRE(a.lock(redsync::context{}).ok());
+
+  // A long-lived guarded client has already met every live node.
+  redsync::Redsync guarded(c.uris());
+  auto probe = guarded.new_mutex(unique_name("probe"), {.expiry = 50ms, .tries = 1});
+  REQUIRE(wait_until([&] { return probe.lock(redsync::context{}).ok(); }, 3s));
+
+  // Node 2 restarts without persistence and forgets A's key; 3 and 4 come back empty.
+  c[2].restart();
+  c[3].restart();
+  c[4].restart();
+  REQUIRE_FALSE(redis_client(c[2]).exists(name));
+
+  SUBCASE("without the guard a second client wins while A still holds the lock (the hazard)") {
+    redsync::Redsync unguarded(c.uris(), fresh_nodes());
+    auto b = unguarded.new_mutex(name, {.expiry = 30s, .tries = 1});
+    auto r = b.lock(redsync::context{});
+    CHECK(r.ok());
+    CHECK(a.held());  // two holders at once
+  }
+  SUBCASE("with the guard (the default) nodes 2, 3 and 4 are excluded and the lock is refused") {
+    auto b = guarded.new_mutex(name, {.expiry = 30s, .tries = 1});
+    auto r = b.lock(redsync::context{});
+    CHECK_FALSE(r.ok());
+    CHECK(r.nodes[0].status == redsync::node_status::taken);
+    CHECK(r.nodes[1].status == redsync::node_status::taken);
+    for (std::size_t i : {2u, 3u, 4u}) {
+      CHECK(r.nodes[i].status == redsync::node_status::excluded);
+      CHECK(r.nodes[i].message.find("started") != std::string::npos);
+    }
+    CHECK(r.nodes[2].message.find("restarted") != std::string::npos);  // run_id changed since last contact
+    // They said yes before their votes were discounted: the attempt was released there.
+    CHECK(wait_until([&] {
+      for (std::size_t i : {2u, 3u, 4u})
+        if (redis_client(c[i]).exists(name)) return false;
+      return true;
+    }, 2s));
+  }
+}
+
 TEST_CASE("guard releases on scope exit and exposes token, validity and the lost signal") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("guard");
   auto m = rs.new_mutex(name);
   {

@@ -1,6 +1,7 @@
 // Redlock behaviour on healthy nodes: acquisition, mutual exclusion, release,
 // extension, retries, and what the keys look like on every node.
 
+#include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -18,6 +19,7 @@
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
+using redsync::test::fresh_nodes;
 using redsync::test::unique_name;
 using redsync::test::redis_client;
 using redsync::test::wait_until;
@@ -37,7 +39,7 @@ TEST_SUITE("lock") {
 
 TEST_CASE("lock sets the value with a TTL on every node and until() honours the validity formula") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("roundtrip");
   const redsync::mutex_options opts{.expiry = 3s};
   auto m = rs.new_mutex(name, opts);
@@ -74,8 +76,8 @@ TEST_CASE("lock sets the value with a TTL on every node and until() honours the 
 
 TEST_CASE("two independent Redsync instances exclude each other and try_lock reports busy quickly") {
   cluster c(5);
-  redsync::Redsync a(c.uris());
-  redsync::Redsync b(c.uris());
+  redsync::Redsync a(c.uris(), fresh_nodes());
+  redsync::Redsync b(c.uris(), fresh_nodes());
   const auto name = unique_name("exclusion");
   auto ma = a.new_mutex(name);
   auto mb = b.new_mutex(name);
@@ -102,7 +104,7 @@ TEST_CASE("two independent Redsync instances exclude each other and try_lock rep
 
 TEST_CASE("8 threads x 300 increments of a plain counter under one lock name end at exactly 2400") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("counter");
   long counter = 0;  // deliberately not atomic: the lock is the only protection
   std::atomic<int> failures{0};
@@ -128,7 +130,7 @@ TEST_CASE("8 threads x 300 increments of a plain counter under one lock name end
 
 TEST_CASE("unlock where another holder owns a quorum fails as taken, names the nodes, leaves their keys") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("foreign");
   auto m = rs.new_mutex(name);
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -146,7 +148,7 @@ TEST_CASE("unlock where another holder owns a quorum fails as taken, names the n
 
 TEST_CASE("unlock after the lock expired reports expired, not taken") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("expired");
   auto m = rs.new_mutex(name, {.expiry = 150ms});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -165,7 +167,7 @@ TEST_CASE("unlock after the lock expired reports expired, not taken") {
 
 TEST_CASE("unlock on a mutex that never acquired is not_held and sends nothing") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   redis_client cl(c[0]);
   cl.reset_stats();
   auto m = rs.new_mutex(unique_name("never"));
@@ -177,7 +179,7 @@ TEST_CASE("unlock on a mutex that never acquired is not_held and sends nothing")
 
 TEST_CASE("extend raises the TTL on every node and moves until()") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("extend");
   auto m = rs.new_mutex(name, {.expiry = 3s});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -197,7 +199,7 @@ TEST_CASE("extend raises the TTL on every node and moves until()") {
 
 TEST_CASE("extend after the lock expired fails as expired") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("extend-late");
   auto m = rs.new_mutex(name, {.expiry = 150ms});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -209,7 +211,7 @@ TEST_CASE("extend after the lock expired fails as expired") {
 
 TEST_CASE("set_nx_on_extend re-creates a missing key with our value") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("extend-nx");
   auto m = rs.new_mutex(name, {.expiry = 3s, .set_nx_on_extend = true});
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -230,7 +232,7 @@ TEST_CASE("set_nx_on_extend re-creates a missing key with our value") {
 
 TEST_CASE("lock makes exactly `tries` attempts and calls the delay function with each try number") {
   cluster c(5);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("tries");
   auto holder = rs.new_mutex(name);
   REQUIRE(holder.lock(redsync::context{}).ok());
@@ -257,7 +259,7 @@ TEST_CASE("lock makes exactly `tries` attempts and calls the delay function with
 
 TEST_CASE("the default retry delay waits between 50 and 250 ms per try") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("default-delay");
   auto holder = rs.new_mutex(name);
   REQUIRE(holder.lock(redsync::context{}).ok());
@@ -272,7 +274,7 @@ TEST_CASE("the default retry delay waits between 50 and 250 ms per try") {
 
 TEST_CASE("unlock still works after SCRIPT FLUSH, through the EVAL fallback") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("flush");
   auto m = rs.new_mutex(name);
   REQUIRE(m.lock(redsync::context{}).ok());
@@ -293,7 +295,7 @@ TEST_CASE("unlock still works after SCRIPT FLUSH, through the EVAL fallback") {
 
 TEST_CASE("the release script's SHA1 is the one Redis computes") {
   cluster c(1);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto m = rs.new_mutex(unique_name("sha"));
   REQUIRE(m.lock(redsync::context{}).ok());
   redis_client cl(c[0]);
@@ -306,7 +308,7 @@ TEST_CASE("the release script's SHA1 is the one Redis computes") {
 
 TEST_CASE("valid checks the value on a quorum over the network") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("valid");
   auto m = rs.new_mutex(name);
   CHECK(m.valid().error == redsync::errc::not_held);
@@ -319,7 +321,7 @@ TEST_CASE("valid checks the value on a quorum over the network") {
 
 TEST_CASE("a deadline bounds lock on a busy name and reports deadline_exceeded") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("deadline");
   auto holder = rs.new_mutex(name);
   REQUIRE(holder.lock(redsync::context{}).ok());
@@ -334,7 +336,7 @@ TEST_CASE("a deadline bounds lock on a busy name and reports deadline_exceeded")
 
 TEST_CASE("a stop_token cancels a waiting lock and reports cancelled") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("cancel");
   auto holder = rs.new_mutex(name);
   REQUIRE(holder.lock(redsync::context{}).ok());
@@ -353,7 +355,7 @@ TEST_CASE("a stop_token cancels a waiting lock and reports cancelled") {
 
 TEST_CASE("Mutex works with std::lock_guard, std::unique_lock and try_lock_for") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("std");
   auto m = rs.new_mutex(name);
   {
@@ -374,7 +376,7 @@ TEST_CASE("Mutex works with std::lock_guard, std::unique_lock and try_lock_for")
 
 TEST_CASE("std lock() throws lock_error with the outcome when it cannot acquire") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("throws");
   auto holder = rs.new_mutex(name);
   REQUIRE(holder.lock(redsync::context{}).ok());
@@ -390,7 +392,7 @@ TEST_CASE("std lock() throws lock_error with the outcome when it cannot acquire"
 
 TEST_CASE("a fixed value and a custom generator are used as the lock value") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto fixed = rs.new_mutex(unique_name("fixed"), {.value = std::string("my-token")});
   REQUIRE(fixed.lock(redsync::context{}).ok());
   CHECK(fixed.value() == "my-token");
@@ -403,7 +405,7 @@ TEST_CASE("a fixed value and a custom generator are used as the lock value") {
 
 TEST_CASE("default values of 100 acquisitions are distinct 24-character base64 strings") {
   cluster c(1);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto m = rs.new_mutex(unique_name("values"));
   std::set<std::string> seen;
   for (int i = 0; i < 100; ++i) {
@@ -417,7 +419,7 @@ TEST_CASE("default values of 100 acquisitions are distinct 24-character base64 s
 
 TEST_CASE("asynchronous lock calls back once, on the loop thread, never inside the call") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   auto m = rs.new_mutex(unique_name("async"));
   std::promise<std::pair<redsync::result, std::thread::id>> p;
   std::atomic<bool> returned{false};
@@ -438,7 +440,7 @@ TEST_CASE("asynchronous lock calls back once, on the loop thread, never inside t
 
 TEST_CASE("a multi-name lock takes all names on each node or none") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto a = unique_name("multi-a"), b = unique_name("multi-b"), d = unique_name("multi-d");
   auto m = rs.new_multi_mutex({a, b, d});
   CHECK(m.names() == std::vector<std::string>{a, b, d});
@@ -466,7 +468,7 @@ TEST_CASE("a multi-name lock takes all names on each node or none") {
 
 TEST_CASE("a multi-name lock rejects an empty list and duplicate names") {
   cluster c(1);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   CHECK_THROWS_AS((void)rs.new_multi_mutex({}), redsync::config_error);
   CHECK_THROWS_WITH_AS((void)rs.new_multi_mutex({"x", "y", "x"}), doctest::Contains("\"x\""),
                        redsync::config_error);
@@ -475,7 +477,7 @@ TEST_CASE("a multi-name lock rejects an empty list and duplicate names") {
 
 TEST_CASE("mutexes are not reentrant: locking a held mutex again reports already_held") {
   cluster c(3);
-  redsync::Redsync rs(c.uris());
+  redsync::Redsync rs(c.uris(), fresh_nodes());
   const auto name = unique_name("reentrant");
   auto m = rs.new_mutex(name);
   REQUIRE(m.lock(redsync::context{}).ok());
