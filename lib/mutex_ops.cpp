@@ -371,13 +371,20 @@ class operation final : public loop_task,
   void leave_line(bool acquired) {
     if (!joined_line_ || eng_.shutting_down()) return;
     joined_line_ = false;
-    auto call = std::make_shared<script_call>(
-        make_script_call(leave_script(), {st_->line_key, st_->lease_key}, {value_}));
+    // Where our acquisition won, the acquire script already took us out; any
+    // other node may still hold our place from this or an earlier attempt.
+    auto needs_leave = [&](std::size_t i) {
+      if (!acquired || i >= last_.nodes.size()) return true;
+      const auto st = last_.nodes[i].status;
+      return st != node_status::ok && st != node_status::excluded;
+    };
+    std::shared_ptr<script_call> call;  // encoded only if some node needs it (not on the common path)
     for (std::size_t i = 0; i < eng_.size(); ++i) {
-      // Where our acquisition won, the acquire script already took us out.
-      if (acquired && i < last_.nodes.size() &&
-          (last_.nodes[i].status == node_status::ok || last_.nodes[i].status == node_status::excluded))
-        continue;
+      if (!needs_leave(i)) continue;
+      if (!call) {
+        call = std::make_shared<script_call>(
+            make_script_call(leave_script(), {st_->line_key, st_->lease_key}, {value_}));
+      }
       send_script(eng_.node(i), st_->route, *call, st_->timeout, [call](command_result&&) {});
     }
   }
