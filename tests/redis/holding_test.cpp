@@ -128,6 +128,25 @@ TEST_CASE("max_extensions caps auto-extension and the lock is then reported lost
   CHECK(m.lost());
 }
 
+TEST_CASE("max_hold caps auto-extension and the lock is then reported lost") {
+  cluster c(3);
+  redsync::Redsync rs(c.uris(), fresh_nodes());
+  std::atomic<int> lost{0};
+  auto m = rs.new_mutex(unique_name("max-hold"), {.expiry = 600ms,
+                                                  .auto_extend = true,
+                                                  .auto_extend_interval = 100ms,
+                                                  .max_hold = 300ms,
+                                                  .on_lost = [&](const redsync::result&) { ++lost; }});
+  const auto t0 = clock_type::now();
+  REQUIRE(m.lock(redsync::context{}).ok());
+  REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
+  // Extended while under 300 ms of hold, then left to run out: lost after
+  // roughly 300 ms + 600 ms, never before the first expiry would have hit.
+  CHECK(clock_type::now() - t0 >= 500ms);
+  CHECK(m.lost());
+  CHECK_FALSE(m.held());
+}
+
 TEST_CASE("fencing tokens strictly increase across successive holders") {
   cluster c(5);
   redsync::Redsync rs(c.uris(), fresh_nodes());

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <uv.h>
+
 #include <atomic>
 #include <future>
 #include <set>
@@ -489,6 +491,53 @@ TEST_CASE("mutexes are not reentrant: locking a held mutex again reports already
   CHECK(redis_client(c[0]).get(name) == value);
   CHECK(m.unlock(redsync::context{}).ok());
   CHECK(m.lock(redsync::context{}).ok());  // after release it can be taken again
+}
+
+TEST_CASE("shuffle_nodes still takes and releases the lock on every node") {
+  cluster c(5);
+  redsync::Redsync rs(c.uris(), fresh_nodes());
+  const auto name = unique_name("shuffle");
+  auto m = rs.new_mutex(name, {.shuffle_nodes = true});
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(m.lock(redsync::context{}).ok());
+    for (std::size_t n = 0; n < c.size(); ++n) CHECK(redis_client(c[n]).get(name) == m.value());
+    // Results stay in node order whatever order the nodes were asked in.
+    auto u = m.unlock(redsync::context{});
+    REQUIRE(u.ok());
+    for (std::size_t n = 0; n < c.size(); ++n) CHECK(u.nodes[n].address == c[n].address());
+  }
+}
+
+TEST_CASE("on an application-owned loop, callbacks run on that loop and blocking calls there report would_deadlock") {
+  cluster c(3);
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  // Keeps the loop running until the test is done with it.
+  uv_async_t stop;
+  uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+  std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+
+  {
+    redsync::Redsync rs(c.uris(), fresh_nodes({.loop = &loop}));
+    auto m = rs.new_mutex(unique_name("external-loop"));
+    std::promise<std::pair<redsync::result, redsync::result>> p;
+    m.lock_async(redsync::context{}, [&](redsync::result r) {
+      // On the loop's own thread a blocking call would wait for itself.
+      p.set_value({std::move(r), m.valid(redsync::context{})});
+    });
+    auto f = p.get_future();
+    REQUIRE(f.wait_for(3s) == std::future_status::ready);
+    auto [locked, blocking] = f.get();
+    CHECK(locked.ok());
+    CHECK(blocking.error == redsync::errc::would_deadlock);
+    // From another thread, blocking calls work while the loop runs.
+    CHECK(m.valid(redsync::context{}).ok());
+    CHECK(m.unlock(redsync::context{}).ok());
+  }  // destroyed from this thread while the loop runs: it closes its handles
+
+  uv_async_send(&stop);
+  runner.join();
+  CHECK(uv_loop_close(&loop) == 0);  // nothing of ours left on it
 }
 
 }  // TEST_SUITE
