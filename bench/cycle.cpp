@@ -24,19 +24,19 @@ json run_cycle(const config& cfg) {
   for (auto* s : {&acquire, &release, &cycle}) s->reserve(static_cast<std::size_t>(cfg.iterations));
   int failures = 0;
   for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+    if (i == cfg.warmup) cpu.start();
     const auto t0 = clock::now();
     const auto l = m.lock(redsync::context{});
     const auto t1 = clock::now();
     const auto u = m.unlock(redsync::context{});
     const auto t2 = clock::now();
     if (!l || !u) ++failures;
-    if (i + 1 == cfg.warmup) cpu.start();
     if (i < cfg.warmup) continue;
     acquire.add(t1 - t0);
     release.add(t2 - t1);
     cycle.add(t2 - t0);
   }
-  const json usage = cpu.stop();
+  const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
   json j;
   j.object("cpu", usage).object("acquire", acquire.summary())
       .object("release", release.summary())

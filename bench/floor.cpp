@@ -67,11 +67,11 @@ json run_floor(const config& cfg) {
   t.loop().post([&run] { run.next(0); });
   run.finished.get_future().wait();
 
-  cpu.start();
   samples caller;
   caller.reserve(static_cast<std::size_t>(cfg.iterations));
   int caller_failures = 0;
   for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+    if (i == cfg.warmup) cpu.start();
     std::promise<bool> done;
     const auto t0 = clock::now();
     t.loop().post([&] { fan_out(t, ping, [&done](bool ok) { done.set_value(ok); }); });
@@ -80,7 +80,7 @@ json run_floor(const config& cfg) {
     if (!ok) ++caller_failures;
   }
 
-  const json usage = cpu.stop();
+  const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
   json j;
   j.object("from_caller_cpu", usage).integer("nodes", static_cast<std::int64_t>(t.size()))
       .object("on_loop", run.out.summary())

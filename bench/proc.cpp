@@ -55,7 +55,7 @@ void cpu_probe::start() {
   for (const long p : pids_) nodes0_.push_back(p > 0 ? cpu_seconds(p) : 0.0);
 }
 
-json cpu_probe::stop() {
+json cpu_probe::stop(std::size_t ops) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const double self = cpu_seconds(getpid()) - self0_;
   std::vector<double> nodes;
@@ -76,6 +76,10 @@ json cpu_probe::stop() {
       .numbers("nodes_cpu_pct", nodes)
       .num("nodes_cpu_pct_max", max)
       .num("nodes_cpu_pct_sum", sum);
+  if (ops > 0) {
+    j.num("bench_cpu_us_per_op", 1e6 * self / static_cast<double>(ops))
+        .num("nodes_cpu_us_per_op", 1e6 * sum_s / static_cast<double>(ops));
+  }
   return j;
 }
 

@@ -27,8 +27,10 @@ class cpu_probe {
   void start();
   // {"bench_cpu_s", "nodes_cpu_s_sum", "bench_cpu_pct", "nodes_cpu_pct": [...],
   //  "nodes_cpu_pct_max", "nodes_cpu_pct_sum"}
-  // where 100 = one core busy for the whole interval.
-  json stop();
+  // where 100 = one core busy for the whole interval; with `ops` > 0 also
+  // {"bench_cpu_us_per_op", "nodes_cpu_us_per_op"}: CPU time per operation
+  // measured (clock-tick resolution, so only meaningful over many).
+  json stop(std::size_t ops = 0);
 
  private:
   std::vector<long> pids_;

@@ -342,9 +342,11 @@ void connection::flush() {
   const std::size_t n = unsent_.size() + (handshake ? handshake_.size() : 0);
   w->wires.reserve(n);
   w->bufs.reserve(n);
-  auto add = [w](wire_command wire) {
+  std::size_t total = 0;
+  auto add = [w, &total](wire_command wire) {
     w->bufs.push_back(uv_buf_init(const_cast<char*>(wire->data()),
                                   static_cast<unsigned int>(wire->size())));
+    total += wire->size();
     w->wires.push_back(std::move(wire));
   };
   if (handshake) {
@@ -357,6 +359,29 @@ void connection::flush() {
     inflight_.push_back(std::move(e));
   }
   unsent_.clear();
+  // Write at once when the socket takes it all (the usual case): unlike
+  // uv_write, uv_try_write leaves the poll set alone, which saves an
+  // epoll_ctl per write. Whatever the kernel did not take goes through
+  // uv_write, which keeps the order behind earlier queued writes.
+  const int wrote = uv_try_write(&socket_->h.stream, w->bufs.data(), static_cast<unsigned int>(w->bufs.size()));
+  if (wrote < 0 && wrote != UV_EAGAIN) {
+    delete w;
+    drop("connection lost: write: " + uv_error(wrote));
+    return;
+  }
+  std::size_t done = wrote > 0 ? static_cast<std::size_t>(wrote) : 0;
+  if (done == total) {
+    delete w;
+    return;
+  }
+  auto first = w->bufs.begin();
+  while (done >= first->len) {
+    done -= first->len;
+    ++first;
+  }
+  first->base += done;
+  first->len -= static_cast<decltype(first->len)>(done);
+  w->bufs.erase(w->bufs.begin(), first);
   const int rc = uv_write(&w->req, &socket_->h.stream, w->bufs.data(),
                           static_cast<unsigned int>(w->bufs.size()), &on_write);
   if (rc != 0) {
