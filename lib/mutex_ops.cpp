@@ -317,12 +317,15 @@ class operation final : public loop_task,
     finish({});
   }
 
-  // Undo a failed attempt. Nodes that answered "taken" or with an error did
-  // not apply our SET and need nothing. Nodes that said yes get a release we
-  // wait for (they are responsive, so this costs one round trip). Nodes that
-  // timed out, dropped, or were not awaited may still apply the SET later:
-  // they get a release too, on the same connection, so the server runs it
-  // after the SET; we do not wait for those, a hung node must not stall us.
+  // Undo a failed attempt. Nodes that answered "taken" did not apply our SET
+  // and need nothing. Nodes that said yes get a release we wait for (they
+  // are responsive, so this costs one round trip). Nodes that timed out,
+  // dropped, or were not awaited may still apply the SET later: they get a
+  // release too, on the same connection, so the server runs it after the
+  // SET; we do not wait for those, a hung node must not stall us. So do
+  // nodes that answered an error: a script is not rolled back when it fails
+  // part-way (say, the fencing counter holds the wrong type after our SET
+  // ran), so the key may be ours there even though the node said no.
   void release_failed_attempt(errc why) {
     failure_ = why;
     std::vector<bool> skip(eng_.size(), true);
@@ -337,6 +340,7 @@ class operation final : public loop_task,
         case node_status::unreachable:
         case node_status::not_awaited:
         case node_status::excluded:  // it said yes; its vote just did not count
+        case node_status::reply_error:
           send_release_unawaited(i);
           break;
         default: break;

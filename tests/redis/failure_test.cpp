@@ -234,6 +234,21 @@ TEST_CASE("a WRONGTYPE key on one node is a typed error for that node and the ot
   CHECK(redis_client(c[2]).command({"LLEN", name}).integer == 2);
 }
 
+TEST_CASE("a script error after our SET ran (fencing counter of the wrong type) still releases that key") {
+  cluster c(5);
+  redsync::Redsync rs(c.uris(), fresh_nodes());
+  const auto name = unique_name("fence-wrongtype");
+  // On three nodes the acquire script's SET succeeds and its INCR of the
+  // counter fails: those nodes answer an error, yet hold our value.
+  for (std::size_t i : {0, 1, 2}) redis_client(c[i]).command({"RPUSH", name + ":redsync-fence", "x"});
+  auto m = rs.new_mutex(name, quick({.expiry = 20s, .tries = 2}));
+  auto r = m.lock(redsync::context{});
+  CHECK(r.error == redsync::errc::no_quorum);
+  CHECK(r.nodes_with(redsync::node_status::reply_error).size() == 3);
+  // Without the cleanup the key would stay on nodes 0..2 for the full 20 s.
+  CHECK(wait_until([&] { return key_absent_everywhere(c, name, {0, 1, 2, 3, 4}); }, 2s));
+}
+
 TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONGPASS, for that node only") {
   cluster c(4);
   redis_server secured({.password = "s3cret"});
