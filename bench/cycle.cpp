@@ -38,7 +38,8 @@ json run_cycle(const config& cfg) {
   }
   const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
   json j;
-  j.object("cpu", usage).object("acquire", acquire.summary())
+  j.object("cpu", usage)
+      .object("acquire", acquire.summary())
       .object("release", release.summary())
       .object("cycle", cycle.summary())
       .integer("failures", failures);

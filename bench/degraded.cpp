@@ -38,7 +38,8 @@ json run_degraded(const config& cfg) {
   redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   json j;
   j.text("state", cfg.label)
-      .object("default", cycles(rs, cfg, false, cfg.slow_iterations > 0 ? cfg.slow_iterations : cfg.iterations))
+      .object("default",
+              cycles(rs, cfg, false, cfg.slow_iterations > 0 ? cfg.slow_iterations : cfg.iterations))
       .object("fail_fast", cycles(rs, cfg, true, cfg.iterations));
   return j;
 }

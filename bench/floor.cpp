@@ -82,7 +82,8 @@ json run_floor(const config& cfg) {
 
   const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
   json j;
-  j.object("from_caller_cpu", usage).integer("nodes", static_cast<std::int64_t>(t.size()))
+  j.object("from_caller_cpu", usage)
+      .integer("nodes", static_cast<std::int64_t>(t.size()))
       .object("on_loop", run.out.summary())
       .object("from_caller", caller.summary())
       .integer("failures", run.failures + caller_failures);

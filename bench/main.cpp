@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
   }
 
   const std::map<std::string_view, std::function<bench::json(const bench::config&)>> runs{
-      {"floor", bench::run_floor},         {"cycle", bench::run_cycle},
+      {"floor", bench::run_floor},           {"cycle", bench::run_cycle},
       {"throughput", bench::run_throughput}, {"handover", bench::run_handover},
-      {"degraded", bench::run_degraded},   {"failed_lock", bench::run_failed_lock},
+      {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
       {"memory", bench::run_memory},
   };
   bench::json out;

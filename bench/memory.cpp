@@ -56,18 +56,16 @@ json run_memory(const config& cfg) {
   const long rss_created = rss_kib();
 
   const auto t0 = clock::now();
-  const auto lock_failures = all_at_once(ms, [](redsync::Mutex& m, redsync::Mutex::callback cb) {
-    m.lock_async({}, std::move(cb));
-  });
+  const auto lock_failures = all_at_once(
+      ms, [](redsync::Mutex& m, redsync::Mutex::callback cb) { m.lock_async({}, std::move(cb)); });
   const double lock_s = std::chrono::duration<double>(clock::now() - t0).count();
   const long rss_held = rss_kib();
   const auto held_clients = clients(admin);
   const auto keys = admin.info_field(0, "keyspace", "db0");
 
   const auto t1 = clock::now();
-  const auto unlock_failures = all_at_once(ms, [](redsync::Mutex& m, redsync::Mutex::callback cb) {
-    m.unlock_async({}, std::move(cb));
-  });
+  const auto unlock_failures = all_at_once(
+      ms, [](redsync::Mutex& m, redsync::Mutex::callback cb) { m.unlock_async({}, std::move(cb)); });
   const double unlock_s = std::chrono::duration<double>(clock::now() - t1).count();
   const long rss_released = rss_kib();
 

@@ -10,8 +10,7 @@ namespace bench {
 transport::transport(const std::vector<std::string>& uris) : loop_(nullptr) {
   const redsync::redsync_options opts{};
   for (const auto& uri : uris) {
-    pools_.push_back(
-        std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts));
+    pools_.push_back(std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts));
   }
 }
 

@@ -21,7 +21,9 @@ using std::chrono::steady_clock;
 
 namespace {
 
-long long ms(steady_clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+long long ms(steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
 
 enum class outcome { not_acquired, finished, lost };
 
@@ -41,7 +43,8 @@ outcome run_job(redsync::Mutex& mutex, const char* label, steady_clock::duration
   int extensions = 0;
   while (steady_clock::now() - start < job_length) {
     if (lost.stop_requested()) {
-      fmt::print("{}: lock lost after {} ms: stopping the job unfinished\n", label, ms(steady_clock::now() - start));
+      fmt::print("{}: lock lost after {} ms: stopping the job unfinished\n", label,
+                 ms(steady_clock::now() - start));
       break;
     }
     std::this_thread::sleep_for(50ms);  // one slice of real work
@@ -52,7 +55,8 @@ outcome run_job(redsync::Mutex& mutex, const char* label, steady_clock::duration
                  ms(steady_clock::now() - start), ms(until - start));
     }
   }
-  if (!lost.stop_requested()) fmt::print("{}: job done after {} ms\n", label, ms(steady_clock::now() - start));
+  if (!lost.stop_requested())
+    fmt::print("{}: job done after {} ms\n", label, ms(steady_clock::now() - start));
 
   // After a loss the release reports why (the key expired); that is expected.
   auto r = mutex.unlock(redsync::context::timeout(2s));
@@ -77,12 +81,9 @@ int main(int argc, char** argv) try {
 
   // Job 2: the same, but the watchdog may extend only twice: the lock runs
   // out well before the job ends, on_lost fires, and the job stops.
-  auto job2 = rs.new_mutex("example:auto_extend",
-                           {.expiry = 600ms,
-                            .tries = 50,
-                            .auto_extend = true,
-                            .max_extensions = 2,
-                            .on_lost = on_lost});
+  auto job2 = rs.new_mutex(
+      "example:auto_extend",
+      {.expiry = 600ms, .tries = 50, .auto_extend = true, .max_extensions = 2, .on_lost = on_lost});
   const outcome second = run_job(job2, "job 2", 2s);
   if (second == outcome::not_acquired) return 1;
 

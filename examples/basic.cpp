@@ -1,7 +1,7 @@
 // The README's usage example, verbatim: lock a name on the testbed's five
 // nodes (scripts/testbed up), do the work, unlock.
-#include <redsync/redsync.hpp>
 #include <iostream>
+#include <redsync/redsync.hpp>
 using namespace std::chrono_literals;
 
 int main() {

@@ -86,13 +86,20 @@ settings parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--workers") s.workers = static_cast<int>(parse_number(arg, next, 1)), ++i;
-    else if (arg == "--increments") s.increments = static_cast<int>(parse_number(arg, next, 1)), ++i;
-    else if (arg == "--kill-node-after") s.kill_after = parse_number(arg, next, 0), ++i;
-    else if (arg == "--kill-node") s.kill_node = static_cast<int>(parse_number(arg, next, 1)), ++i;
-    else if (arg == "--no-lock") s.use_lock = false;
-    else if (arg.starts_with("--")) usage_error(fmt::format("unknown option {}", arg));
-    else uris.push_back(argv[i]);
+    if (arg == "--workers")
+      s.workers = static_cast<int>(parse_number(arg, next, 1)), ++i;
+    else if (arg == "--increments")
+      s.increments = static_cast<int>(parse_number(arg, next, 1)), ++i;
+    else if (arg == "--kill-node-after")
+      s.kill_after = parse_number(arg, next, 0), ++i;
+    else if (arg == "--kill-node")
+      s.kill_node = static_cast<int>(parse_number(arg, next, 1)), ++i;
+    else if (arg == "--no-lock")
+      s.use_lock = false;
+    else if (arg.starts_with("--"))
+      usage_error(fmt::format("unknown option {}", arg));
+    else
+      uris.push_back(argv[i]);
   }
   s.nodes = examples::node_uris(static_cast<int>(uris.size()), uris.data());
   return s;
@@ -141,15 +148,18 @@ void write_all(int fd, const void* data, std::size_t size) {
 int run_worker(const settings& s, int fd, int out) {
   // Made after fork(): a Redsync owns a loop thread, which fork() would not copy.
   redsync::Redsync rs(s.nodes);
-  auto mutex = rs.new_mutex(lock_name, {
-      .expiry = 2s,       // the critical section takes ~0.1 ms; a crashed worker blocks others 2 s at most
-      .tries = 100000,    // keep trying: the context's deadline bounds the wait instead
-      .retry_delay = [](int) {  // short and random, so contenders do not retry in lockstep
-        thread_local std::mt19937 rng{std::random_device{}()};
-        return std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 3)(rng));
-      },
-      .auto_extend = false,
-  });
+  auto mutex = rs.new_mutex(
+      lock_name,
+      {
+          .expiry = 2s,     // the critical section takes ~0.1 ms; a crashed worker blocks others 2 s at most
+          .tries = 100000,  // keep trying: the context's deadline bounds the wait instead
+          .retry_delay =
+              [](int) {  // short and random, so contenders do not retry in lockstep
+                thread_local std::mt19937 rng{std::random_device{}()};
+                return std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 3)(rng));
+              },
+          .auto_extend = false,
+      });
 
   worker_report report;
   std::vector<std::int64_t> latencies_us;
@@ -213,7 +223,9 @@ void kill_node(const settings& s, long at) {
   std::fflush(stdout);
 }
 
-double ms(std::int64_t us) { return static_cast<double>(us) / 1000.0; }
+double ms(std::int64_t us) {
+  return static_cast<double>(us) / 1000.0;
+}
 
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -348,7 +360,8 @@ int run(const settings& s) {
     fmt::print("acquire latency over {} locks: p50 {:.2f} ms, p90 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
                latencies.size(), ms(percentile(latencies, 50)), ms(percentile(latencies, 90)),
                ms(percentile(latencies, 99)), ms(latencies.empty() ? 0 : latencies.back()));
-    fmt::print("failed acquisitions {}, failed releases {}\n", total.failed_acquisitions, total.failed_releases);
+    fmt::print("failed acquisitions {}, failed releases {}\n", total.failed_acquisitions,
+               total.failed_releases);
   }
   fmt::print("wall time {:.2f} s ({:.0f} increments/s)\n", std::chrono::duration<double>(wall).count(),
              static_cast<double>(final_count) / std::chrono::duration<double>(wall).count());
@@ -357,9 +370,7 @@ int run(const settings& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  return run(parse_args(argc, argv));
-} catch (const std::exception& e) {
+int main(int argc, char** argv) try { return run(parse_args(argc, argv)); } catch (const std::exception& e) {
   fmt::print(stderr, "counter_demo: {}\n", e.what());
   return 1;
 }

@@ -31,8 +31,8 @@ class storage {
  public:
   bool write(redsync::fencing_token token, const std::string& data) {
     if (token < highest_) {
-      fmt::print("  storage: REJECTED write \"{}\" with token {} (already accepted token {})\n", data, token.value,
-                 highest_.value);
+      fmt::print("  storage: REJECTED write \"{}\" with token {} (already accepted token {})\n", data,
+                 token.value, highest_.value);
       return false;
     }
     highest_ = token;

@@ -61,8 +61,10 @@ int main(int argc, char** argv) try {
   std::sort(waits_ms.begin(), waits_ms.end());
   const double median = waits_ms.empty() ? 0 : waits_ms[waits_ms.size() / 2];
   const double worst = waits_ms.empty() ? 0 : waits_ms.back();
-  fmt::print("{} hand-overs in {:.2f} s ({:.0f}/s); wait from release to the other's hold: median {:.2f} ms, max {:.2f} ms\n",
-             handovers.load(), secs, handovers.load() / secs, median, worst);
+  fmt::print(
+      "{} hand-overs in {:.2f} s ({:.0f}/s); wait from release to the other's hold: median {:.2f} ms, max "
+      "{:.2f} ms\n",
+      handovers.load(), secs, handovers.load() / secs, median, worst);
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "handover: {}\n", e.what());

@@ -61,8 +61,10 @@ int main(int argc, char** argv) try {
   a.shutdown_timer.data = &a;
 
   // .loop: run on our loop instead of a thread owned by the Redsync.
-  a.rs = std::make_unique<redsync::Redsync>(examples::node_uris(argc, argv), redsync::redsync_options{.loop = &a.loop});
-  a.mutex = std::make_unique<redsync::Mutex>(a.rs->new_mutex("example:libuv_async", {.expiry = 5s, .tries = 25}));
+  a.rs = std::make_unique<redsync::Redsync>(examples::node_uris(argc, argv),
+                                            redsync::redsync_options{.loop = &a.loop});
+  a.mutex =
+      std::make_unique<redsync::Mutex>(a.rs->new_mutex("example:libuv_async", {.expiry = 5s, .tries = 25}));
 
   // Callbacks run exactly once, on our loop, never inside the starting call:
   // nothing happens until uv_run below.

@@ -27,7 +27,8 @@ int main(int argc, char** argv) try {
   fmt::print("transfer holds {} names: {} and {}\n", transfer.names().size(), transfer.names()[0],
              transfer.names()[1]);
   auto busy = audit.lock(redsync::context{});
-  fmt::print("audit of bob while the transfer runs -> {}\n", busy ? "acquired (wrong!)" : busy.error.message());
+  fmt::print("audit of bob while the transfer runs -> {}\n",
+             busy ? "acquired (wrong!)" : busy.error.message());
   if (auto r = transfer.unlock(redsync::context{}); !r) fmt::print(stderr, "unlock: {}\n", r.describe());
 
   auto after = audit.lock(redsync::context{});

@@ -50,9 +50,10 @@ int main(int argc, char** argv) try {
       fmt::print(stderr, "guard: no lock: {}\n", g.outcome().describe());
       return 1;
     }
-    fmt::print("guard: alice holds it again (token {}), valid for another {} ms\n", g.token().value,
-               std::chrono::duration_cast<std::chrono::milliseconds>(g.until() - std::chrono::steady_clock::now())
-                   .count());
+    fmt::print(
+        "guard: alice holds it again (token {}), valid for another {} ms\n", g.token().value,
+        std::chrono::duration_cast<std::chrono::milliseconds>(g.until() - std::chrono::steady_clock::now())
+            .count());
     // Releasing explicitly gives the outcome; otherwise the destructor does it.
     if (auto r = g.unlock(); !r) fmt::print(stderr, "guard: release failed: {}\n", r.describe());
   }

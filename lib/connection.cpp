@@ -39,9 +39,13 @@ void complete(command_callback& done, command_result&& result) noexcept {
   done(std::move(result));
 }
 
-long long to_ms(microseconds d) { return (d.count() + 999) / 1000; }
+long long to_ms(microseconds d) {
+  return (d.count() + 999) / 1000;
+}
 
-std::string uv_error(int status) { return uv_strerror(status); }
+std::string uv_error(int status) {
+  return uv_strerror(status);
+}
 
 }  // namespace
 
@@ -78,8 +82,7 @@ struct connection::resolve_req {
   connection* owner = nullptr;  // null once cancelled
 };
 
-connection::connection(uv_loop_t* loop, const connection_config& config,
-                       connect_listener listener)
+connection::connection(uv_loop_t* loop, const connection_config& config, connect_listener listener)
     : loop_(loop), config_(config), listener_(std::move(listener)) {
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &deadline_timer_);
@@ -157,8 +160,7 @@ void connection::connect() {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   const std::string port = std::to_string(n.port);
-  if (int rc = uv_getaddrinfo(loop_, &r->req, &on_resolved, n.host.c_str(), port.c_str(), &hints);
-      rc != 0) {
+  if (int rc = uv_getaddrinfo(loop_, &r->req, &on_resolved, n.host.c_str(), port.c_str(), &hints); rc != 0) {
     delete r;
     pending_connect_error_ = fmt::format("resolve {}: {}", n.host, uv_error(rc));
     uv_timer_start(&connect_timer_, &on_connect_timer, 0, 0);
@@ -253,10 +255,10 @@ void connection::on_connected(uv_connect_t* req, int status) {
 void connection::on_connect_timer(uv_timer_t* timer) {
   auto* self = static_cast<connection*>(timer->data);
   if (self->state_ != state::connecting) return;
-  std::string error = !self->pending_connect_error_.empty()
-                          ? std::move(self->pending_connect_error_)
-                          : fmt::format("connect: timed out after {} ms",
-                                        self->config_.connect_timeout.count());
+  std::string error =
+      !self->pending_connect_error_.empty()
+          ? std::move(self->pending_connect_error_)
+          : fmt::format("connect: timed out after {} ms", self->config_.connect_timeout.count());
   self->connect_failed(std::move(error));
 }
 
@@ -310,8 +312,7 @@ void connection::send(wire_command cmd, microseconds timeout, command_callback d
   unsent_.push_back(entry{std::move(done), std::move(cmd), now, deadline});
   if (deadline < armed_for_) {
     armed_for_ = deadline;
-    uv_timer_start(&deadline_timer_, &on_deadline_timer,
-                   static_cast<std::uint64_t>(to_ms(timeout)), 0);
+    uv_timer_start(&deadline_timer_, &on_deadline_timer, static_cast<std::uint64_t>(to_ms(timeout)), 0);
   }
   // Coalesce everything sent during this loop iteration into one write. An
   // active idle handle also keeps the next poll from blocking.
@@ -344,8 +345,7 @@ void connection::flush() {
   w->bufs.reserve(n);
   std::size_t total = 0;
   auto add = [w, &total](wire_command wire) {
-    w->bufs.push_back(uv_buf_init(const_cast<char*>(wire->data()),
-                                  static_cast<unsigned int>(wire->size())));
+    w->bufs.push_back(uv_buf_init(const_cast<char*>(wire->data()), static_cast<unsigned int>(wire->size())));
     total += wire->size();
     w->wires.push_back(std::move(wire));
   };
@@ -363,7 +363,8 @@ void connection::flush() {
   // uv_write, uv_try_write leaves the poll set alone, which saves an
   // epoll_ctl per write. Whatever the kernel did not take goes through
   // uv_write, which keeps the order behind earlier queued writes.
-  const int wrote = uv_try_write(&socket_->h.stream, w->bufs.data(), static_cast<unsigned int>(w->bufs.size()));
+  const int wrote =
+      uv_try_write(&socket_->h.stream, w->bufs.data(), static_cast<unsigned int>(w->bufs.size()));
   if (wrote < 0 && wrote != UV_EAGAIN) {
     delete w;
     drop("connection lost: write: " + uv_error(wrote));
@@ -449,8 +450,7 @@ void connection::handle_data(const char* data, std::size_t size) {
       handshake_due_.pop_front();
       continue;
     }
-    if (push_ && r.type == reply::kind::array && !r.elements.empty() &&
-        r.elements.front().str == "message") {
+    if (push_ && r.type == reply::kind::array && !r.elements.empty() && r.elements.front().str == "message") {
       push_(std::move(r));
       r = reply{};
       if (socket_ != s || state_ != state::connected) return;  // the handler closed us
@@ -538,8 +538,10 @@ void connection::expire(clock::time_point now) {
   bool stalled = false;
   if (!inflight_.empty() && state_ == state::connected) {
     const auto stall_at = stall_since_ + stall_close();
-    if (stall_at <= now) stalled = true;
-    else next = std::min(next, stall_at);
+    if (stall_at <= now)
+      stalled = true;
+    else
+      next = std::min(next, stall_at);
   }
   if (next != clock::time_point::max()) {
     armed_for_ = next;
@@ -551,7 +553,8 @@ void connection::expire(clock::time_point now) {
   for (auto& [done, e] : expired) {
     command_result r;
     r.status = transport_status::timeout;
-    r.error = fmt::format("no reply within {} ms", to_ms(duration_cast<microseconds>(e.deadline - e.sent_at)));
+    r.error =
+        fmt::format("no reply within {} ms", to_ms(duration_cast<microseconds>(e.deadline - e.sent_at)));
     r.latency = duration_cast<microseconds>(now - e.sent_at);
     complete(done, std::move(r));
   }

@@ -60,7 +60,8 @@ void engine::on_server_info(std::size_t i, std::string_view info) {
   const auto run_id = info_field(info, "run_id");
   const auto uptime_text = info_field(info, "uptime_in_seconds");
   std::int64_t uptime_s = 0;
-  const auto [end, ec] = std::from_chars(uptime_text.data(), uptime_text.data() + uptime_text.size(), uptime_s);
+  const auto [end, ec] =
+      std::from_chars(uptime_text.data(), uptime_text.data() + uptime_text.size(), uptime_s);
   (void)end;
   if (run_id.empty() || ec != std::errc{}) return;  // not a Redis we understand: leave it counted
   node_start& n = starts_[i];

@@ -12,12 +12,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
-#include <string_view>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 

@@ -35,7 +35,9 @@ const std::error_category& category() noexcept {
   return c;
 }
 
-std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
+std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), category()};
+}
 
 std::string_view to_string(node_status s) noexcept {
   switch (s) {
@@ -51,7 +53,9 @@ std::string_view to_string(node_status s) noexcept {
   return "unknown";
 }
 
-bool result::busy() const noexcept { return error == errc::busy; }
+bool result::busy() const noexcept {
+  return error == errc::busy;
+}
 
 std::vector<std::string> result::nodes_with(node_status s) const {
   std::vector<std::string> out;

@@ -38,7 +38,7 @@ struct event_loop::impl {
 
   std::mutex mutex;
   std::vector<std::function<void()>> queue;  // guarded by mutex
-  bool async_closed = false;                  // guarded by mutex
+  bool async_closed = false;                 // guarded by mutex
 
   // External loop only: set by the close callbacks of async + prepare.
   int handles_open = 0;
@@ -69,8 +69,8 @@ struct event_loop::impl {
   }
 
   static void on_prepare(uv_prepare_t* handle) {
-    static_cast<impl*>(handle->data)->loop_thread.store(std::this_thread::get_id(),
-                                                        std::memory_order_relaxed);
+    static_cast<impl*>(handle->data)
+        ->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
 
   void close_own_handles(uv_close_cb cb) {
@@ -175,7 +175,9 @@ event_loop::~event_loop() {
   s.closed_cv.wait(lock, [&s] { return s.handles_closed; });
 }
 
-uv_loop_s* event_loop::loop() const noexcept { return impl_->loop; }
+uv_loop_s* event_loop::loop() const noexcept {
+  return impl_->loop;
+}
 
 void event_loop::post(std::function<void()> fn) {
   impl& s = *impl_;

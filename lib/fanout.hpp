@@ -19,7 +19,7 @@ namespace redsync::detail {
 
 // Per-node statuses counted so far.
 struct tally {
-  std::vector<node_result> nodes;  // in node order
+  std::vector<node_result> nodes;   // in node order
   std::vector<long long> integers;  // a node's integer reply, when it gave one
   std::size_t ok = 0;
   std::size_t taken = 0;

@@ -86,20 +86,34 @@ Mutex::~Mutex() {
   if (held && !state_->eng.shutting_down()) state_->submit(op_kind::release, {}, {}, nullptr);
 }
 
-result Mutex::lock(const context& ctx) { return run_blocking(*state_, op_kind::acquire, ctx); }
-result Mutex::try_lock(const context& ctx) { return run_blocking(*state_, op_kind::try_acquire, ctx); }
-result Mutex::unlock(const context& ctx) { return run_blocking(*state_, op_kind::release, ctx); }
-result Mutex::extend(const context& ctx) { return run_blocking(*state_, op_kind::extend, ctx); }
-result Mutex::valid(const context& ctx) { return run_blocking(*state_, op_kind::check, ctx); }
+result Mutex::lock(const context& ctx) {
+  return run_blocking(*state_, op_kind::acquire, ctx);
+}
+result Mutex::try_lock(const context& ctx) {
+  return run_blocking(*state_, op_kind::try_acquire, ctx);
+}
+result Mutex::unlock(const context& ctx) {
+  return run_blocking(*state_, op_kind::release, ctx);
+}
+result Mutex::extend(const context& ctx) {
+  return run_blocking(*state_, op_kind::extend, ctx);
+}
+result Mutex::valid(const context& ctx) {
+  return run_blocking(*state_, op_kind::check, ctx);
+}
 
 void Mutex::lock() {
   result r = lock(context{});
   if (!r) throw lock_error(std::move(r));
 }
 
-bool Mutex::try_lock() { return static_cast<bool>(try_lock(context{})); }
+bool Mutex::try_lock() {
+  return static_cast<bool>(try_lock(context{}));
+}
 
-bool Mutex::try_lock_until(clock::time_point t) { return static_cast<bool>(lock(context::until(t))); }
+bool Mutex::try_lock_until(clock::time_point t) {
+  return static_cast<bool>(lock(context::until(t)));
+}
 
 void Mutex::unlock() noexcept {
   try {
@@ -131,8 +145,12 @@ std::future<result> Mutex::extend_future(const context& ctx) {
   return run_future(*state_, op_kind::extend, ctx);
 }
 
-const std::string& Mutex::name() const noexcept { return state_->name; }
-const std::vector<std::string>& Mutex::names() const noexcept { return state_->names; }
+const std::string& Mutex::name() const noexcept {
+  return state_->name;
+}
+const std::vector<std::string>& Mutex::names() const noexcept {
+  return state_->names;
+}
 
 std::string Mutex::value() const {
   std::lock_guard lk(state_->mu);

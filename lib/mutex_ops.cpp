@@ -67,7 +67,7 @@ milliseconds default_retry_delay(std::mt19937_64& rng) {
 
 // The `send` of a round that runs `call` on every node, on the mutex's route.
 std::function<void(node_pool&, command_callback)> script_sender(const script_call& call, std::uint64_t route,
-                                                                 microseconds timeout) {
+                                                                microseconds timeout) {
   return [call, route, timeout](node_pool& pool, command_callback cb) {
     send_script(pool, route, call, timeout, std::move(cb));
   };
@@ -202,9 +202,9 @@ class operation final : public loop_task,
     // A blocking lock waits in the fair line between attempts; try_lock
     // does not queue.
     waits_in_line_ = kind_ == op_kind::acquire;
-    arrival_ = std::to_string(std::chrono::duration_cast<microseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
+    arrival_ = std::to_string(
+        std::chrono::duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
     st_->extend_call = {};  // built by the first extension of this acquisition
     max_tries_ = kind_ == op_kind::try_acquire ? 1 : st_->opts.tries;
     attempt();
@@ -217,8 +217,8 @@ class operation final : public loop_task,
     // next attempt refreshes it.
     next_delay_ = milliseconds::zero();
     if (attempts_ < max_tries_) {
-      next_delay_ = st_->opts.retry_delay ? st_->opts.retry_delay(attempts_)
-                                          : default_retry_delay(eng_.rng());
+      next_delay_ =
+          st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
     }
     const auto lease = 2 * next_delay_ + duration_cast<milliseconds>(st_->timeout) + 1000ms;
     std::vector<std::string_view> keys = st_->keys;
@@ -226,9 +226,8 @@ class operation final : public loop_task,
     keys.push_back(st_->line_key);
     keys.push_back(st_->lease_key);
     const std::string lease_ms = std::to_string(lease.count());
-    st_->acquire_call = make_script_call(acquire_script(), keys,
-                                         {value_, st_->expiry_ms, arrival_, lease_ms,
-                                          waits_in_line_ ? "1" : "0"});
+    st_->acquire_call = make_script_call(
+        acquire_script(), keys, {value_, st_->expiry_ms, arrival_, lease_ms, waits_in_line_ ? "1" : "0"});
     if (waits_in_line_) joined_line_ = true;
     attempt_start_ = clock::now();
     in_round_ = true;
@@ -273,8 +272,10 @@ class operation final : public loop_task,
     std::vector<bool> behind(eng_.size(), true);  // "excluded" = not written back
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (last_.nodes[i].status != node_status::ok) continue;
-      if (last_.integers[i] == token) ++at_token;
-      else behind[i] = false;
+      if (last_.integers[i] == token)
+        ++at_token;
+      else
+        behind[i] = false;
     }
     if (at_token >= eng_.quorum()) return acquired(token);
     write_back_token(token, at_token, std::move(behind));
@@ -283,8 +284,9 @@ class operation final : public loop_task,
   void write_back_token(std::int64_t token, std::size_t at_token, std::vector<bool> skip) {
     const std::string token_text = std::to_string(token);
     round_spec spec;
-    spec.send = script_sender(make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}),
-                              st_->route, st_->timeout);
+    spec.send =
+        script_sender(make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}),
+                      st_->route, st_->timeout);
     spec.classify = [](const reply& r) {
       if (r.type == reply::kind::integer && r.integer == 1) return node_status::ok;
       if (r.type == reply::kind::integer && r.integer == 0) return node_status::missing;
@@ -340,9 +342,7 @@ class operation final : public loop_task,
         case node_status::unreachable:
         case node_status::not_awaited:
         case node_status::excluded:  // it said yes; its vote just did not count
-        case node_status::reply_error:
-          send_release_unawaited(i);
-          break;
+        case node_status::reply_error: send_release_unawaited(i); break;
         default: break;
       }
     }
@@ -456,14 +456,14 @@ class operation final : public loop_task,
     round_spec spec;
     if (kind == op_kind::extend) {
       if (!st_->extend_call) {
-        st_->extend_call = make_script_call(extend_script(), st_->keys,
-                                            {value_snapshot(), st_->expiry_ms,
-                                             st_->opts.set_nx_on_extend ? "1" : "0"});
+        st_->extend_call =
+            make_script_call(extend_script(), st_->keys,
+                             {value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
       }
       spec.send = script_sender(st_->extend_call, st_->route, st_->timeout);
     } else {
-      spec.send = script_sender(make_script_call(check_script(), st_->keys, {value_snapshot()}),
-                                st_->route, st_->timeout);
+      spec.send = script_sender(make_script_call(check_script(), st_->keys, {value_snapshot()}), st_->route,
+                                st_->timeout);
     }
     spec.classify = classify_three_way;
     apply_mutex_options(spec);
@@ -502,8 +502,7 @@ class operation final : public loop_task,
   // our SET may land on any node: release everywhere first.
   void abandon(errc why) {
     if (finished_) return;
-    if (in_round_ && (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire) &&
-        !eng_.shutting_down()) {
+    if (in_round_ && (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire) && !eng_.shutting_down()) {
       for (std::size_t i = 0; i < eng_.size(); ++i) send_release_unawaited(i);
     }
     finish(why);

@@ -34,18 +34,18 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
 
   engine& eng;
-  const std::vector<std::string> names;  // one, or several for a multi-name lock
-  const std::string& name;                // names[0]
+  const std::vector<std::string> names;      // one, or several for a multi-name lock
+  const std::string& name;                   // names[0]
   const std::vector<std::string_view> keys;  // names, as script KEYS
   const mutex_options opts;
-  const std::uint64_t route;               // picks the connection on each node
+  const std::uint64_t route;                // picks the connection on each node
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
-  const std::string expiry_ms;             // PX argument
-  const std::string fence_key;             // the fencing counter's key
-  const std::string line_key;              // waiters for the lock, oldest first
-  const std::string lease_key;             // each waiter's lease in that line
-  const std::string channel;               // where releases are announced
+  const std::string expiry_ms;              // PX argument
+  const std::string fence_key;              // the fencing counter's key
+  const std::string line_key;               // waiters for the lock, oldest first
+  const std::string lease_key;              // each waiter's lease in that line
+  const std::string channel;                // where releases are announced
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;

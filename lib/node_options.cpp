@@ -25,7 +25,9 @@ constexpr std::string_view unix_prefix = "unix:";
 bool is_alpha(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 char to_lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
@@ -46,14 +48,12 @@ std::string redact_query(std::string_view uri) {
   if (q == std::string_view::npos) return std::string(uri);
   std::string shown(uri.substr(0, q));
   std::string_view query = uri.substr(q);
-  for (std::size_t p = query.find("password="); p != std::string_view::npos;
-       p = query.find("password=")) {
+  for (std::size_t p = query.find("password="); p != std::string_view::npos; p = query.find("password=")) {
     const std::size_t value = p + 9;
     shown += query.substr(0, value);
     shown += "***";
     const std::size_t amp = query.find('&', value);
-    query =
-        amp == std::string_view::npos ? std::string_view{} : query.substr(amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp);
   }
   shown += query;
   return shown;
@@ -67,9 +67,7 @@ std::string redact_user_info(std::string_view uri) {
   if (scheme_end == std::string_view::npos) return std::string(uri);
   const std::size_t authority = scheme_end + 3;
   const bool redis = starts_with_nocase(uri, redis_prefix);
-  const std::size_t at =
-      redis ? uri.rfind('@')
-            : uri.substr(0, uri.find('/', authority)).rfind('@');
+  const std::size_t at = redis ? uri.rfind('@') : uri.substr(0, uri.find('/', authority)).rfind('@');
   if (at == std::string_view::npos || at < authority) return std::string(uri);
   const std::size_t colon = uri.find(':', authority);
   if (colon == std::string_view::npos || colon > at) return std::string(uri);
@@ -102,11 +100,9 @@ class uri_parser {
 
  private:
   template <typename... Args>
-  [[noreturn]] void fail(fmt::format_string<Args...> format,
-                         Args&&... args) const {
-    throw config_error(
-        fmt::format("invalid node URI \"{}\": {}", redact(uri_),
-                    fmt::format(format, std::forward<Args>(args)...)));
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    throw config_error(fmt::format("invalid node URI \"{}\": {}", redact(uri_),
+                                   fmt::format(format, std::forward<Args>(args)...)));
   }
 
   [[noreturn]] void reject_scheme() const {
@@ -115,9 +111,8 @@ class uri_parser {
     std::size_t end = 0;
     if (is_alpha(uri_[0])) {
       end = 1;
-      while (end < uri_.size() &&
-             (is_alpha(uri_[end]) || is_digit(uri_[end]) || uri_[end] == '+' ||
-              uri_[end] == '-' || uri_[end] == '.')) {
+      while (end < uri_.size() && (is_alpha(uri_[end]) || is_digit(uri_[end]) || uri_[end] == '+' ||
+                                   uri_[end] == '-' || uri_[end] == '.')) {
         ++end;
       }
     }
@@ -134,8 +129,7 @@ class uri_parser {
 
   // Percent-decodes `s`; `what` names the part for error messages, and
   // `show` says whether the text may appear in them (not for passwords).
-  std::string decode(std::string_view s, std::string_view what,
-                     bool show) const {
+  std::string decode(std::string_view s, std::string_view what, bool show) const {
     std::string out;
     out.reserve(s.size());
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -165,14 +159,12 @@ class uri_parser {
   }
 
   // A non-negative decimal in [min, max]; `what` names it for messages.
-  int parse_number(std::string_view s, std::string_view what, long long min,
-                   long long max) const {
+  int parse_number(std::string_view s, std::string_view what, long long min, long long max) const {
     bool digits = !s.empty();
     for (char c : s) digits = digits && is_digit(c);
     if (!digits) fail("{} \"{}\" is not a non-negative integer", what, s);
     long long value = 0;
-    const std::from_chars_result r =
-        std::from_chars(s.data(), s.data() + s.size(), value);
+    const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), value);
     if (r.ec == std::errc::result_out_of_range || value < min || value > max) {
       fail("{} {} is out of range {}..{}", what, s, min, max);
     }
@@ -187,10 +179,8 @@ class uri_parser {
       rest.remove_prefix(at + 1);
     }
 
-    if (const std::size_t q = rest.find_first_of("?#");
-        q != std::string_view::npos) {
-      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)",
-           rest.substr(q));
+    if (const std::size_t q = rest.find_first_of("?#"); q != std::string_view::npos) {
+      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", rest.substr(q));
     }
 
     const std::size_t slash = rest.find('/');
@@ -218,21 +208,18 @@ class uri_parser {
     bool has_port = false;
     if (!hp.empty() && hp.front() == '[') {
       const std::size_t close = hp.find(']');
-      if (close == std::string_view::npos)
-        fail("IPv6 address \"{}\" lacks a closing ']'", hp);
+      if (close == std::string_view::npos) fail("IPv6 address \"{}\" lacks a closing ']'", hp);
       const std::string_view host = hp.substr(1, close - 1);
       if (host.empty()) fail("empty host");
       for (char c : host) {
-        if (!(is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'f') ||
-              c == ':' || c == '.')) {
+        if (!(is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'f') || c == ':' || c == '.')) {
           fail("IPv6 address \"{}\" contains '{}'", host, c);
         }
       }
       node_.host = std::string(host);
       const std::string_view after = hp.substr(close + 1);
       if (!after.empty()) {
-        if (after.front() != ':')
-          fail("unexpected \"{}\" after IPv6 address", after);
+        if (after.front() != ':') fail("unexpected \"{}\" after IPv6 address", after);
         has_port = true;
         port = after.substr(1);
       }
@@ -279,20 +266,16 @@ class uri_parser {
         fail(
             "unexpected \"{}\" before the path (write "
             "unix:///path/to/redis.sock)",
-            authority.find('@') == std::string_view::npos ? authority
-                                                          : "user info");
+            authority.find('@') == std::string_view::npos ? authority : "user info");
       }
     }
-    if (const std::size_t hash = rest.find('#');
-        hash != std::string_view::npos) {
-      fail("unexpected \"{}\" (unix: URIs take no fragment)",
-           rest.substr(hash));
+    if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
+      fail("unexpected \"{}\" (unix: URIs take no fragment)", rest.substr(hash));
     }
     const std::size_t q = rest.find('?');
     const std::string_view path = rest.substr(0, q);
     if (path.empty() || path == "/") fail("empty unix socket path");
-    if (path.front() != '/')
-      fail("unix socket path \"{}\" is not absolute", path);
+    if (path.front() != '/') fail("unix socket path \"{}\" is not absolute", path);
     node_.unix_path = decode(path, "unix socket path", true);
     node_.host.clear();
     if (q != std::string_view::npos) parse_unix_query(rest.substr(q + 1));
@@ -303,8 +286,7 @@ class uri_parser {
     while (!query.empty()) {
       const std::size_t amp = query.find('&');
       const std::string_view param = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view{}
-                                            : query.substr(amp + 1);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
       const std::size_t eq = param.find('=');
       const std::string_view key = param.substr(0, eq);
       if (key != "db") {
@@ -330,8 +312,7 @@ node_options node_options::parse(std::string_view uri) {
 std::string node_options::address() const {
   if (!unix_path.empty()) return "unix:" + unix_path;
   // A ':' in the host means IPv6, which needs brackets to keep the port apart.
-  if (host.find(':') != std::string::npos)
-    return fmt::format("[{}]:{}", host, port);
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
   return fmt::format("{}:{}", host, port);
 }
 

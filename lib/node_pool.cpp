@@ -107,9 +107,8 @@ struct node_pool::impl {
   connection& connection_for(std::size_t slot) {
     auto& c = connections[slot];
     if (!c) {
-      c = std::make_unique<connection>(loop, config, [this](const std::string* error) {
-        on_connect_result(error);
-      });
+      c = std::make_unique<connection>(loop, config,
+                                       [this](const std::string* error) { on_connect_result(error); });
     }
     return *c;
   }
@@ -130,8 +129,7 @@ struct node_pool::impl {
     last_error = *error;
   }
 
-  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
-            command_callback done) {
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done) {
     if (st == state::closed) throw std::logic_error("node_pool::send after close completed");
     if (st == state::closing) {
       defer(std::move(done), shutdown_result());
@@ -203,7 +201,9 @@ void node_pool::send(std::uint64_t route, wire_command cmd, std::chrono::microse
   impl_->send(route, std::move(cmd), timeout, std::move(done));
 }
 
-void node_pool::close(std::function<void()> closed) { impl_->close(std::move(closed)); }
+void node_pool::close(std::function<void()> closed) {
+  impl_->close(std::move(closed));
+}
 
 void node_pool::on_server_info(std::function<void(std::string_view info)> listener) {
   impl_->config.on_server_info = std::move(listener);

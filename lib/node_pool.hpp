@@ -100,8 +100,7 @@ class node_pool {
   // Sends `cmd` on the connection chosen by `route` (e.g. a hash of the lock
   // name); `done` runs once with the outcome, at the latest `timeout` after
   // this call.
-  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
-            command_callback done);
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done);
 
   // Fails everything outstanding with `shutdown`, closes all handles, then
   // calls `closed` (on the loop thread).

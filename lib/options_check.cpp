@@ -42,19 +42,16 @@ void check_node_options(const node_options& node) {
   // AUTH <user> <password> needs both; a user alone is almost always a URI
   // where the password was meant (redis://secret@host).
   if (!node.username.empty() && node.password.empty()) {
-    fail("node_options.username = \"{}\": a username needs a password",
-         node.username);
+    fail("node_options.username = \"{}\": a username needs a password", node.username);
   }
 }
 
 void check_redsync_options(const redsync_options& options) {
   if (options.pool_size < 1 || options.pool_size > max_pool_size) {
-    fail("redsync_options.pool_size = {}: must be in 1..{}", options.pool_size,
-         max_pool_size);
+    fail("redsync_options.pool_size = {}: must be in 1..{}", options.pool_size, max_pool_size);
   }
   if (options.connect_timeout.count() <= 0) {
-    fail("redsync_options.connect_timeout = {} ms: must be positive",
-         options.connect_timeout.count());
+    fail("redsync_options.connect_timeout = {} ms: must be positive", options.connect_timeout.count());
   }
   if (options.reconnect_backoff_min.count() <= 0) {
     fail("redsync_options.reconnect_backoff_min = {} ms: must be positive",
@@ -64,8 +61,7 @@ void check_redsync_options(const redsync_options& options) {
     fail(
         "redsync_options.reconnect_backoff_max = {} ms: must be at least "
         "reconnect_backoff_min ({} ms)",
-        options.reconnect_backoff_max.count(),
-        options.reconnect_backoff_min.count());
+        options.reconnect_backoff_max.count(), options.reconnect_backoff_min.count());
   }
 }
 
@@ -74,24 +70,20 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
     fail("mutex name = \"\": must not be empty");
   }
   if (options.expiry.count() <= 0) {
-    fail("mutex_options.expiry = {} ms: must be positive",
-         options.expiry.count());
+    fail("mutex_options.expiry = {} ms: must be positive", options.expiry.count());
   }
   if (options.expiry > max_expiry) {
-    fail("mutex_options.expiry = {} ms: must be at most {} ms",
-         options.expiry.count(), max_expiry.count());
+    fail("mutex_options.expiry = {} ms: must be at most {} ms", options.expiry.count(), max_expiry.count());
   }
   if (options.tries < 1) {
     fail("mutex_options.tries = {}: must be at least 1", options.tries);
   }
   // Written so that NaN fails: every comparison with NaN is false.
   if (!(options.drift_factor >= 0.0 && options.drift_factor < 1.0)) {
-    fail("mutex_options.drift_factor = {}: must be in [0, 1)",
-         options.drift_factor);
+    fail("mutex_options.drift_factor = {}: must be in [0, 1)", options.drift_factor);
   }
   if (!(options.timeout_factor > 0.0 && options.timeout_factor < 1.0)) {
-    fail("mutex_options.timeout_factor = {}: must be in (0, 1)",
-         options.timeout_factor);
+    fail("mutex_options.timeout_factor = {}: must be in (0, 1)", options.timeout_factor);
   }
   if (options.value) {
     if (options.value->empty()) {
@@ -117,20 +109,16 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
         options.auto_extend_interval.count(), options.expiry.count());
   }
   if (options.max_hold.count() < 0) {
-    fail("mutex_options.max_hold = {} ms: must not be negative",
-         options.max_hold.count());
+    fail("mutex_options.max_hold = {} ms: must not be negative", options.max_hold.count());
   }
   if (options.max_extensions < 0) {
-    fail("mutex_options.max_extensions = {}: must not be negative",
-         options.max_extensions);
+    fail("mutex_options.max_extensions = {}: must not be negative", options.max_extensions);
   }
   // An attempt may wait the full per-node timeout before counting votes;
   // if that plus the drift already uses up the expiry, validity can never be
   // positive and every acquisition would fail.
-  const std::chrono::microseconds d =
-      drift(options.expiry, options.drift_factor);
-  const std::chrono::microseconds t =
-      command_timeout(options.expiry, options.timeout_factor);
+  const std::chrono::microseconds d = drift(options.expiry, options.drift_factor);
+  const std::chrono::microseconds t = command_timeout(options.expiry, options.timeout_factor);
   if (options.expiry <= d + t) {
     fail(
         "mutex_options.expiry = {} ms: must exceed drift ({} ms) + per-node "

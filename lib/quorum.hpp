@@ -37,8 +37,7 @@ namespace redsync::detail {
 
 /// The largest expiry whose microsecond arithmetic below cannot overflow
 /// (about 292 years).
-inline constexpr std::chrono::milliseconds max_expiry{
-    std::numeric_limits<std::int64_t>::max() / 1'000'000};
+inline constexpr std::chrono::milliseconds max_expiry{std::numeric_limits<std::int64_t>::max() / 1'000'000};
 
 /// Fixed part of the drift allowance, for Redis' millisecond expiry
 /// granularity.
@@ -48,7 +47,9 @@ inline constexpr std::chrono::milliseconds drift_floor{2};
 inline constexpr std::chrono::milliseconds min_command_timeout{1};
 
 /// Nodes that must agree among `n`: a strict majority, n/2 + 1.
-constexpr std::size_t quorum(std::size_t n) noexcept { return n / 2 + 1; }
+constexpr std::size_t quorum(std::size_t n) noexcept {
+  return n / 2 + 1;
+}
 
 namespace quorum_internal {
 
@@ -63,8 +64,7 @@ constexpr std::int64_t to_ppb(double factor) noexcept {
 // floor(expiry * factor) in microseconds. expiry_ms * ppb / 1e6 is split so
 // that no intermediate exceeds expiry_ms * 1e6, which max_expiry keeps below
 // INT64_MAX.
-constexpr std::chrono::microseconds scale(std::chrono::milliseconds expiry,
-                                          double factor) noexcept {
+constexpr std::chrono::microseconds scale(std::chrono::milliseconds expiry, double factor) noexcept {
   const std::int64_t ms = expiry.count() > 0 ? expiry.count() : 0;
   const std::int64_t ppb = to_ppb(factor);
   const std::int64_t whole = ppb / 1'000'000;  // µs per ms of expiry
@@ -76,28 +76,24 @@ constexpr std::chrono::microseconds scale(std::chrono::milliseconds expiry,
 
 /// Clock-drift allowance: floor(expiry * drift_factor) + 2 ms, in µs.
 /// Example: drift(8s, 0.01) == 82ms.
-constexpr std::chrono::microseconds drift(std::chrono::milliseconds expiry,
-                                          double drift_factor) noexcept {
+constexpr std::chrono::microseconds drift(std::chrono::milliseconds expiry, double drift_factor) noexcept {
   return quorum_internal::scale(expiry, drift_factor) + drift_floor;
 }
 
 /// Per-node command timeout: floor(expiry * timeout_factor), at least 1 ms.
 /// Example: command_timeout(8s, 0.05) == 400ms.
-constexpr std::chrono::microseconds command_timeout(
-    std::chrono::milliseconds expiry, double timeout_factor) noexcept {
-  const std::chrono::microseconds t =
-      quorum_internal::scale(expiry, timeout_factor);
-  return t < min_command_timeout
-             ? std::chrono::microseconds{min_command_timeout}
-             : t;
+constexpr std::chrono::microseconds command_timeout(std::chrono::milliseconds expiry,
+                                                    double timeout_factor) noexcept {
+  const std::chrono::microseconds t = quorum_internal::scale(expiry, timeout_factor);
+  return t < min_command_timeout ? std::chrono::microseconds{min_command_timeout} : t;
 }
 
 /// Time the lock remains safe to use: expiry - elapsed - drift. Zero or
 /// negative means the acquisition took too long and the lock must be
 /// released, not used.
-constexpr std::chrono::microseconds validity(
-    std::chrono::milliseconds expiry, std::chrono::microseconds elapsed,
-    std::chrono::microseconds drift) noexcept {
+constexpr std::chrono::microseconds validity(std::chrono::milliseconds expiry,
+                                             std::chrono::microseconds elapsed,
+                                             std::chrono::microseconds drift) noexcept {
   return std::chrono::microseconds{expiry} - elapsed - drift;
 }
 

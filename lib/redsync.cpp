@@ -50,8 +50,14 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
 }
 
-std::size_t Redsync::node_count() const noexcept { return engine_->size(); }
-std::size_t Redsync::quorum() const noexcept { return engine_->quorum(); }
-std::vector<std::string> Redsync::addresses() const { return engine_->addresses(); }
+std::size_t Redsync::node_count() const noexcept {
+  return engine_->size();
+}
+std::size_t Redsync::quorum() const noexcept {
+  return engine_->quorum();
+}
+std::vector<std::string> Redsync::addresses() const {
+  return engine_->addresses();
+}
 
 }  // namespace redsync

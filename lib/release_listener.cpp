@@ -27,8 +27,8 @@ void release_listener::watch(const std::string& channel, waiter* w) {
   ws.push_back(w);
   if (ws.size() > 1) return;
   for (std::size_t i = 0; i < links_.size(); ++i) {
-    const bool fresh = links_[i].conn == nullptr ||
-                       links_[i].conn->current_state() == connection::state::disconnected;
+    const bool fresh =
+        links_[i].conn == nullptr || links_[i].conn->current_state() == connection::state::disconnected;
     ensure_connected(i);  // a fresh connection subscribes to everything, this channel included
     if (!fresh) subscribe(i, channel);
   }

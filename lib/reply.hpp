@@ -11,8 +11,8 @@ namespace redsync::detail {
 struct reply {
   enum class kind { status, error, string, integer, nil, array };
   kind type = kind::nil;
-  std::string str;          // status, error, string
-  long long integer = 0;    // integer
+  std::string str;              // status, error, string
+  long long integer = 0;        // integer
   std::vector<reply> elements;  // array
 
   bool is_error() const noexcept { return type == kind::error; }

@@ -90,7 +90,9 @@ resp_reader::resp_reader() : reader_(redisReaderCreate()) {
   if (reader_ == nullptr) throw std::bad_alloc();
 }
 
-resp_reader::~resp_reader() { redisReaderFree(reader_); }
+resp_reader::~resp_reader() {
+  redisReaderFree(reader_);
+}
 
 bool resp_reader::feed(const char* data, std::size_t size) {
   if (!error_.empty()) return false;

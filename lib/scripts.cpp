@@ -189,23 +189,43 @@ const lua_script& cached_script() {
 
 }  // namespace
 
-const lua_script& acquire_script() { return cached_script<acquire_source>(); }
+const lua_script& acquire_script() {
+  return cached_script<acquire_source>();
+}
 
-const lua_script& leave_script() { return cached_script<leave_source>(); }
+const lua_script& leave_script() {
+  return cached_script<leave_source>();
+}
 
-std::string line_key(std::string_view name) { return std::string(name) + ":redsync-line"; }
-std::string lease_key(std::string_view name) { return std::string(name) + ":redsync-leases"; }
-std::string release_channel(std::string_view name) { return "redsync:release:" + std::string(name); }
+std::string line_key(std::string_view name) {
+  return std::string(name) + ":redsync-line";
+}
+std::string lease_key(std::string_view name) {
+  return std::string(name) + ":redsync-leases";
+}
+std::string release_channel(std::string_view name) {
+  return "redsync:release:" + std::string(name);
+}
 
-const lua_script& fence_script() { return cached_script<fence_source>(); }
+const lua_script& fence_script() {
+  return cached_script<fence_source>();
+}
 
-std::string fence_key(std::string_view name) { return std::string(name) + ":redsync-fence"; }
+std::string fence_key(std::string_view name) {
+  return std::string(name) + ":redsync-fence";
+}
 
-const lua_script& check_script() { return cached_script<check_source>(); }
+const lua_script& check_script() {
+  return cached_script<check_source>();
+}
 
-const lua_script& release_script() { return cached_script<release_source>(); }
+const lua_script& release_script() {
+  return cached_script<release_source>();
+}
 
-const lua_script& extend_script() { return cached_script<extend_source>(); }
+const lua_script& extend_script() {
+  return cached_script<extend_source>();
+}
 
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args) {
@@ -252,8 +272,8 @@ void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
               if (!noscript) return done(std::move(r));
               // The node lost its script cache (SCRIPT FLUSH, restart): send
               // the source itself, which also caches it again.
-              const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-                  deadline - clock::now());
+              const auto left =
+                  std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
               const auto first_latency = r.latency;
               pool.send(route, to_eval(call), std::max(left, std::chrono::microseconds{1000}),
                         [first_latency, done = std::move(done)](command_result&& r2) {

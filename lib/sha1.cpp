@@ -53,8 +53,7 @@ void compress(std::array<std::uint32_t, 5>& h, const unsigned char* p) {
 }  // namespace
 
 std::string sha1_hex(std::string_view data) {
-  std::array<std::uint32_t, 5> h{0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476,
-                                 0xC3D2E1F0};
+  std::array<std::uint32_t, 5> h{0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
 
   const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
   const std::size_t full = data.size() / 64 * 64;

@@ -86,14 +86,12 @@ std::string random_value() {
 }
 
 std::string base64_encode(std::span<const unsigned char> bytes) {
-  static constexpr char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   std::size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
-    const unsigned group = unsigned{bytes[i]} << 16 |
-                           unsigned{bytes[i + 1]} << 8 | unsigned{bytes[i + 2]};
+    const unsigned group = unsigned{bytes[i]} << 16 | unsigned{bytes[i + 1]} << 8 | unsigned{bytes[i + 2]};
     out += alphabet[group >> 18 & 0x3F];
     out += alphabet[group >> 12 & 0x3F];
     out += alphabet[group >> 6 & 0x3F];
@@ -101,8 +99,7 @@ std::string base64_encode(std::span<const unsigned char> bytes) {
   }
   const std::size_t rest = bytes.size() - i;
   if (rest > 0) {
-    const unsigned group = unsigned{bytes[i]} << 16 |
-                           (rest == 2 ? unsigned{bytes[i + 1]} << 8 : 0U);
+    const unsigned group = unsigned{bytes[i]} << 16 | (rest == 2 ? unsigned{bytes[i + 1]} << 8 : 0U);
     out += alphabet[group >> 18 & 0x3F];
     out += alphabet[group >> 12 & 0x3F];
     out += rest == 2 ? alphabet[group >> 6 & 0x3F] : '=';

@@ -15,7 +15,9 @@ watchdog::watchdog(mutex_state& st)
                     ? microseconds(st.opts.auto_extend_interval)
                     : microseconds(st.opts.expiry) / 3) {}
 
-watchdog::~watchdog() { stop(); }
+watchdog::~watchdog() {
+  stop();
+}
 
 void watchdog::start(clock::time_point acquired_at) {
   stop();

@@ -27,7 +27,9 @@ const option_spec* find_short(std::span<const option_spec> specs, char c) {
   return nullptr;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // No duration on the command line needs more than a few days; the bound keeps
 // the arithmetic below far from overflow.
@@ -35,7 +37,9 @@ constexpr std::int64_t max_duration_ms = std::int64_t{7} * 24 * 3600 * 1000;
 
 }  // namespace
 
-bool parsed_args::has(std::string_view name) const { return last(name) != nullptr; }
+bool parsed_args::has(std::string_view name) const {
+  return last(name) != nullptr;
+}
 
 const std::string* parsed_args::last(std::string_view name) const {
   const std::string* found = nullptr;
@@ -92,8 +96,8 @@ parsed_args parse_args(std::span<char* const> args, std::span<const option_spec>
 
 std::chrono::milliseconds parse_duration(std::string_view what, std::string_view text) {
   const auto invalid = [&](std::string_view why) {
-    return usage_error(fmt::format("{}: invalid duration \"{}\"{}{} (use e.g. 250ms, 8s, 1.5s, 2m)",
-                                   what, text, why.empty() ? "" : ": ", why));
+    return usage_error(fmt::format("{}: invalid duration \"{}\"{}{} (use e.g. 250ms, 8s, 1.5s, 2m)", what,
+                                   text, why.empty() ? "" : ": ", why));
   };
   if (text == "0") return std::chrono::milliseconds{0};
   std::size_t i = 0;
@@ -144,9 +148,7 @@ int parse_int(std::string_view what, std::string_view text, int min, int max) {
 }
 
 double parse_double(std::string_view what, std::string_view text) {
-  const auto invalid = [&] {
-    return usage_error(fmt::format("{}: invalid number \"{}\"", what, text));
-  };
+  const auto invalid = [&] { return usage_error(fmt::format("{}: invalid number \"{}\"", what, text)); };
   bool digits = false;
   bool dot = false;
   for (char c : text) {

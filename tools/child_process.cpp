@@ -31,8 +31,7 @@ struct spawn_attr {
 }  // namespace
 
 std::pair<std::optional<child_process>, int> child_process::spawn(
-    const std::vector<std::string>& argv,
-    const std::vector<std::pair<std::string, std::string>>& extra_env) {
+    const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& extra_env) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -117,11 +117,11 @@ class lock_run {
     // Each acquisition has its own lost token; bump the eventfd when it stops.
     std::stop_callback on_lost_token(mutex_.lost_token(), [ev = ev_] { ev->wake.notify(); });
 
-    auto [child, err] = child_process::spawn(
-        cfg_.command, {{"REDSYNC_LOCK_NAME", cfg_.name},
-                       {"REDSYNC_LOCK_VALUE", mutex_.value()},
-                       {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
-                       {"REDSYNC_NODES", join(cfg_.nodes, ",")}});
+    auto [child, err] =
+        child_process::spawn(cfg_.command, {{"REDSYNC_LOCK_NAME", cfg_.name},
+                                            {"REDSYNC_LOCK_VALUE", mutex_.value()},
+                                            {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
+                                            {"REDSYNC_NODES", join(cfg_.nodes, ",")}});
     if (!child) {
       print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
       release();
@@ -196,8 +196,8 @@ class lock_run {
       return status;
     }
     if (cfg_.verbose) {
-      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name,
-                            mutex_.token().value, r->describe()));
+      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, mutex_.token().value,
+                            r->describe()));
     }
     return -1;
   }

@@ -39,8 +39,7 @@ lock_config parse_lock_config(std::span<char* const> argv) {
   if (args.positionals.empty()) throw usage_error("lock: missing lock NAME");
   if (!args.has_separator) {
     if (args.positionals.size() > 1) {
-      throw usage_error(
-          fmt::format("lock: missing \"--\" before the command \"{}\"", args.positionals[1]));
+      throw usage_error(fmt::format("lock: missing \"--\" before the command \"{}\"", args.positionals[1]));
     }
     throw usage_error("lock: missing \"--\" and the command to run");
   }

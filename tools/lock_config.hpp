@@ -10,21 +10,21 @@
 namespace redsync::cli {
 
 struct lock_config {
-  bool help = false;                         ///< --help: print help, do nothing else
-  std::string name;                          ///< the lock name (Redis key)
-  std::vector<std::string> nodes;            ///< node URIs, validated
-  std::chrono::milliseconds ttl{8000};       ///< --ttl, default 8s
+  bool help = false;                    ///< --help: print help, do nothing else
+  std::string name;                     ///< the lock name (Redis key)
+  std::vector<std::string> nodes;       ///< node URIs, validated
+  std::chrono::milliseconds ttl{8000};  ///< --ttl, default 8s
   /// --wait: nullopt = keep trying without a deadline; 0 = exactly one try.
   std::optional<std::chrono::milliseconds> wait;
-  std::optional<int> tries;                  ///< --tries; default unlimited (INT_MAX)
+  std::optional<int> tries;                              ///< --tries; default unlimited (INT_MAX)
   std::optional<std::chrono::milliseconds> retry_delay;  ///< --retry-delay; default random
-  std::optional<double> drift_factor;        ///< --drift-factor; default the library's
-  bool fail_fast = false;                    ///< --fail-fast
-  bool restart_guard = true;                 ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
+  std::optional<double> drift_factor;                    ///< --drift-factor; default the library's
+  bool fail_fast = false;                                ///< --fail-fast
+  bool restart_guard = true;                   ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
-  bool quiet = false;                        ///< --quiet / -q
-  bool verbose = false;                      ///< --verbose / -v
-  std::vector<std::string> command;          ///< after "--", non-empty
+  bool quiet = false;                          ///< --quiet / -q
+  bool verbose = false;                        ///< --verbose / -v
+  std::vector<std::string> command;            ///< after "--", non-empty
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad

@@ -47,7 +47,9 @@ namespace {
 
 using namespace redsync::cli;
 
-void print_help(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print_help(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
 
 void print_error(std::string_view message) {
   fmt::print(stderr, "redsync: {}\n", message);

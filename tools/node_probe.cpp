@@ -46,12 +46,8 @@ probe_reply convert(const redisReply& r) {
       out.type = probe_reply::kind::integer;
       out.integer = r.integer;
       break;
-    case REDIS_REPLY_NIL:
-      out.type = probe_reply::kind::nil;
-      break;
-    default:
-      out.type = probe_reply::kind::other;
-      break;
+    case REDIS_REPLY_NIL: out.type = probe_reply::kind::nil; break;
+    default: out.type = probe_reply::kind::other; break;
   }
   return out;
 }
@@ -64,8 +60,8 @@ reply_ptr command(redisContext* c, const std::vector<std::string>& argv) {
     args.push_back(a.c_str());
     lens.push_back(a.size());
   }
-  return reply_ptr(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
+  return reply_ptr(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
 }
 
 std::string io_error(const redisContext* c) {
@@ -75,9 +71,8 @@ std::string io_error(const redisContext* c) {
 void probe_one(const node_options& node, const std::vector<std::vector<std::string>>& commands,
                std::chrono::milliseconds timeout, probe_result& out) {
   const timeval tv = to_timeval(timeout);
-  context_ptr c(node.unix_path.empty()
-                    ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
-                    : redisConnectUnixWithTimeout(node.unix_path.c_str(), tv));
+  context_ptr c(node.unix_path.empty() ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
+                                       : redisConnectUnixWithTimeout(node.unix_path.c_str(), tv));
   if (!c || c->err != 0) {
     out.error = io_error(c.get());
     return;
@@ -126,8 +121,8 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
     reply_ptr r(static_cast<redisReply*>(raw));
     out.replies.push_back(convert(*r));
   }
-  out.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - start);
+  out.round_trip =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   out.up = true;
 }
 

@@ -13,15 +13,15 @@ namespace redsync::cli {
 /// One reply, reduced to what the tool prints.
 struct probe_reply {
   enum class kind { status, error, string, integer, nil, other } type = kind::nil;
-  std::string str;          ///< status, error and string replies
-  long long integer = 0;    ///< integer replies
+  std::string str;        ///< status, error and string replies
+  long long integer = 0;  ///< integer replies
 };
 
 /// What one node answered.
 struct probe_result {
-  std::string address;  ///< "host:port" or "unix:/path", as the library prints it
-  bool up = false;      ///< connected, authenticated and answered every command
-  std::string error;    ///< why not, when !up
+  std::string address;               ///< "host:port" or "unix:/path", as the library prints it
+  bool up = false;                   ///< connected, authenticated and answered every command
+  std::string error;                 ///< why not, when !up
   std::vector<probe_reply> replies;  ///< one per command, when up
   /// From sending the commands (after connecting and authenticating) to the
   /// last reply.

@@ -32,9 +32,7 @@ struct context {
   std::stop_token stop{};
 
   /// A context that expires `d` from now.
-  static context timeout(clock::duration d) {
-    return context{clock::now() + d, {}};
-  }
+  static context timeout(clock::duration d) { return context{clock::now() + d, {}}; }
   /// A context that expires at `t`.
   static context until(clock::time_point t) { return context{t, {}}; }
   /// A context cancelled through `token`.
@@ -42,9 +40,7 @@ struct context {
     return context{clock::time_point::max(), std::move(token)};
   }
   /// This context, also cancelled through `token`.
-  context with(std::stop_token token) const {
-    return context{deadline, std::move(token)};
-  }
+  context with(std::stop_token token) const { return context{deadline, std::move(token)}; }
 };
 
 }  // namespace redsync

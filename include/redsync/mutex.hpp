@@ -10,10 +10,10 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
-#include <stop_token>
 #include <functional>
 #include <future>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 

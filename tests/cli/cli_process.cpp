@@ -122,8 +122,8 @@ cli_outcome cli_process::wait(std::chrono::milliseconds bound) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  o.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started_);
+  o.elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
   if (!o.timed_out) {
     if (WIFEXITED(*raw_status_)) o.status = WEXITSTATUS(*raw_status_);
     if (WIFSIGNALED(*raw_status_)) o.status = 128 + WTERMSIG(*raw_status_);

@@ -52,16 +52,14 @@ class pool_fixture {
       : pool_(std::make_unique<node_pool>(loop_.loop(), std::move(node), options)) {}
   ~pool_fixture() { close(); }
 
-  std::future<command_result> send(std::vector<std::string> argv,
-                                   std::chrono::milliseconds timeout = 2000ms,
+  std::future<command_result> send(std::vector<std::string> argv, std::chrono::milliseconds timeout = 2000ms,
                                    std::uint64_t route = 0) {
     auto promise = std::make_shared<std::promise<command_result>>();
     auto future = promise->get_future();
     std::vector<std::string_view> views(argv.begin(), argv.end());
     auto wire = encode_command(views);
     loop_.post([this, wire, timeout, route, promise] {
-      pool_->send(route, wire, timeout,
-                  [promise](command_result&& r) { promise->set_value(std::move(r)); });
+      pool_->send(route, wire, timeout, [promise](command_result&& r) { promise->set_value(std::move(r)); });
     });
     return future;
   }
@@ -71,8 +69,7 @@ class pool_fixture {
     return get(send(std::move(argv), timeout, route), timeout + 5s);
   }
 
-  static command_result get(std::future<command_result> f,
-                            std::chrono::milliseconds bound = 10s) {
+  static command_result get(std::future<command_result> f, std::chrono::milliseconds bound = 10s) {
     REQUIRE(f.wait_for(bound) == std::future_status::ready);
     return f.get();
   }
@@ -94,7 +91,9 @@ class pool_fixture {
   bool closed_ = false;
 };
 
-bool is_ok(const command_result& r) { return r.status == transport_status::ok; }
+bool is_ok(const command_result& r) {
+  return r.status == transport_status::ok;
+}
 
 }  // namespace
 
@@ -293,7 +292,8 @@ TEST_CASE("a connection silent for stall_close with only timed-out commands is r
   CHECK(after == before + 1);
 }
 
-TEST_CASE("killing a server fails its commands in flight as unreachable, and the pool reconnects after a restart") {
+TEST_CASE(
+    "killing a server fails its commands in flight as unreachable, and the pool reconnects after a restart") {
   redis_server server;
   pool_fixture f(tcp_node(server));
   REQUIRE(is_ok(f.call({"PING"})));
@@ -380,15 +380,13 @@ TEST_CASE("close with commands in flight completes them with shutdown and the lo
     node_pool pool(&loop, tcp_node(server), redsync_options{.pool_size = 2});
     // Keep the external loop alive until we are done with it.
     uv_async_t keepalive;
-    uv_async_init(&loop, &keepalive, [](uv_async_t* h) {
-      uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
-    });
+    uv_async_init(&loop, &keepalive,
+                  [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
     runner = std::thread([&] { uv_run(&loop, UV_RUN_DEFAULT); });
 
     std::promise<command_result> warm;
     events->post([&] {
-      pool.send(0, encode_command({"PING"}), 2s,
-                [&](command_result&& r) { warm.set_value(std::move(r)); });
+      pool.send(0, encode_command({"PING"}), 2s, [&](command_result&& r) { warm.set_value(std::move(r)); });
     });
     REQUIRE(is_ok(pool_fixture::get(warm.get_future())));
     server.pause();

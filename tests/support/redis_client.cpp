@@ -43,7 +43,9 @@ std::string describe(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-void redis_client::context_deleter::operator()(redisContext* c) const { redisFree(c); }
+void redis_client::context_deleter::operator()(redisContext* c) const {
+  redisFree(c);
+}
 
 redis_client::redis_client(const redis_server& server, client_options opts)
     : host_("127.0.0.1"),
@@ -63,9 +65,9 @@ void redis_client::connect() {
   ctx_.reset();
   auto tv = to_timeval(opts_.timeout);
   std::string where = unix_path_.empty() ? host_ + ":" + std::to_string(port_) : unix_path_;
-  std::unique_ptr<redisContext, context_deleter> c(
-      unix_path_.empty() ? redisConnectWithTimeout(host_.c_str(), port_, tv)
-                         : redisConnectUnixWithTimeout(unix_path_.c_str(), tv));
+  std::unique_ptr<redisContext, context_deleter> c(unix_path_.empty()
+                                                       ? redisConnectWithTimeout(host_.c_str(), port_, tv)
+                                                       : redisConnectUnixWithTimeout(unix_path_.c_str(), tv));
   if (!c) throw std::runtime_error("redis_client: cannot allocate a context for " + where);
   if (c->err != 0) throw std::runtime_error("redis_client: cannot connect to " + where + ": " + c->errstr);
   if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
@@ -126,7 +128,9 @@ bool redis_client::exists(const std::string& key) {
   return expect_integer(command({"EXISTS", key}), "EXISTS") > 0;
 }
 
-long long redis_client::dbsize() { return expect_integer(command({"DBSIZE"}), "DBSIZE"); }
+long long redis_client::dbsize() {
+  return expect_integer(command({"DBSIZE"}), "DBSIZE");
+}
 
 long long redis_client::calls(const std::string& cmd) {
   std::string name = cmd;

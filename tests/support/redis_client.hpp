@@ -28,7 +28,7 @@ struct client_options {
 /// throws std::runtime_error. After an I/O error or timeout the connection is
 /// dropped and the next command reconnects. Not thread-safe.
 class redis_client {
-public:
+ public:
   explicit redis_client(const redis_server& server, client_options opts = {});
   ~redis_client();
   redis_client(const redis_client&) = delete;
@@ -62,7 +62,7 @@ public:
   /// empty when absent.
   std::string info_field(const std::string& section, const std::string& field);
 
-private:
+ private:
   void connect();
 
   struct context_deleter {

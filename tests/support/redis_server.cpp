@@ -95,8 +95,7 @@ std::string find_binary() {
     std::string candidate = (d.empty() ? std::string(".") : d) + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  throw std::runtime_error("cannot find " + name +
-                           " on PATH (set REDSYNC_REDIS_SERVER to the binary)");
+  throw std::runtime_error("cannot find " + name + " on PATH (set REDSYNC_REDIS_SERVER to the binary)");
 }
 
 // Asks the kernel for a free port. Racy by nature (someone may take it before
@@ -216,8 +215,8 @@ reply_ptr run(redisContext* c, std::initializer_list<std::string> args) {
     argv.push_back(a.c_str());
     lens.push_back(a.size());
   }
-  return reply_ptr(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+  return reply_ptr(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
 }
 
 // True when the process listening on port is *our* pid and answers PING.
@@ -262,7 +261,9 @@ redis_server::redis_server(config cfg, deferred_tag) : cfg_(std::move(cfg)) {
   }
 }
 
-redis_server::~redis_server() { cleanup(); }
+redis_server::~redis_server() {
+  cleanup();
+}
 
 void redis_server::cleanup() noexcept {
   if (pid_ > 0) {
@@ -279,13 +280,20 @@ void redis_server::cleanup() noexcept {
 
 void redis_server::launch() {
   std::vector<std::string> args = {binary_,
-                                   "--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--daemonize", "no",
-                                   "--dir", dir_,
-                                   "--logfile", dir_ + "/redis.log"};
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "no",
+                                   "--dir",
+                                   dir_,
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   if (cfg_.unix_socket) {
     args.insert(args.end(), {"--unixsocket", unix_path(), "--unixsocketperm", "700"});
   }
@@ -325,7 +333,7 @@ void redis_server::launch() {
     {
       for (long fd = 3; fd < max_fd; ++fd) ::close(static_cast<int>(fd));
     }
-    struct sigaction dfl{};
+    struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     ::sigaction(SIGPIPE, &dfl, nullptr);
     sigset_t none;
@@ -363,8 +371,8 @@ void redis_server::await_ready(bool retry_port) {
     }
     bool port_taken = tail.find("in use") != std::string::npos;
     if (!(retry_port && port_taken && attempt < port_retries)) {
-      throw std::runtime_error("redis-server exited during startup on port " +
-                               std::to_string(port_) + "; log tail:\n" + tail);
+      throw std::runtime_error("redis-server exited during startup on port " + std::to_string(port_) +
+                               "; log tail:\n" + tail);
     }
     port_ = free_port();
     launch();
@@ -378,7 +386,9 @@ bool redis_server::reap(bool block) const {
   return true;
 }
 
-std::string redis_server::address() const { return "127.0.0.1:" + std::to_string(port_); }
+std::string redis_server::address() const {
+  return "127.0.0.1:" + std::to_string(port_);
+}
 
 std::string redis_server::uri() const {
   std::string auth = cfg_.password.empty() ? "" : ":" + cfg_.password + "@";
@@ -402,11 +412,17 @@ std::string redis_server::log_tail(std::size_t lines) const {
   return out;
 }
 
-pid_t redis_server::pid() const { return running() ? pid_ : -1; }
+pid_t redis_server::pid() const {
+  return running() ? pid_ : -1;
+}
 
-bool redis_server::running() const { return pid_ > 0 && !reap(false); }
+bool redis_server::running() const {
+  return pid_ > 0 && !reap(false);
+}
 
-bool redis_server::paused() const { return running() && proc_state(pid_) == 'T'; }
+bool redis_server::paused() const {
+  return running() && proc_state(pid_) == 'T';
+}
 
 void redis_server::kill() {
   if (pid_ <= 0) return;
@@ -449,8 +465,7 @@ cluster::cluster(std::size_t n, config cfg) {
   servers_.reserve(n);
   // Launch all first, then wait: the servers boot concurrently.
   for (std::size_t i = 0; i < n; ++i) {
-    servers_.push_back(std::unique_ptr<redis_server>(
-        new redis_server(cfg, redis_server::deferred_tag{})));
+    servers_.push_back(std::unique_ptr<redis_server>(new redis_server(cfg, redis_server::deferred_tag{})));
   }
   for (auto& s : servers_) s->await_ready(true);
 }

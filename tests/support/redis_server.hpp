@@ -36,7 +36,7 @@ struct config {
 /// password is set), within 10 s, or throws std::runtime_error with the tail
 /// of the server log. Not thread-safe: use one object from one thread.
 class redis_server {
-public:
+ public:
   explicit redis_server(config cfg = {});
   ~redis_server();
   redis_server(const redis_server&) = delete;
@@ -81,7 +81,7 @@ public:
   /// Graceful stop: SIGCONT if paused, SIGTERM, wait up to 5 s, then SIGKILL.
   void stop();
 
-private:
+ private:
   friend class cluster;
   struct deferred_tag {};
   // Launches the process without waiting; cluster then calls await_ready().
@@ -104,7 +104,7 @@ private:
 /// n redis_servers with the same config, started concurrently.
 /// Throws std::runtime_error if any fails to start (the others are stopped).
 class cluster {
-public:
+ public:
   explicit cluster(std::size_t n, config cfg = {});
   redis_server& operator[](std::size_t i) { return *servers_.at(i); }
   const redis_server& operator[](std::size_t i) const { return *servers_.at(i); }
@@ -114,7 +114,7 @@ public:
   /// address() ("127.0.0.1:PORT") of each server, in order.
   std::vector<std::string> addresses() const;
 
-private:
+ private:
   std::vector<std::unique_ptr<redis_server>> servers_;
 };
 

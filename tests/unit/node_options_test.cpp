@@ -59,8 +59,7 @@ TEST_CASE("port and db boundaries are accepted") {
 }
 
 TEST_CASE("user and password are parsed and percent-decoded") {
-  const node_options n =
-      node_options::parse("redis://app%40corp:p%3Ass%2Fw%25rd@h:7000/1");
+  const node_options n = node_options::parse("redis://app%40corp:p%3Ass%2Fw%25rd@h:7000/1");
   CHECK(n.username == "app@corp");
   CHECK(n.password == "p:ss/w%rd");
   CHECK(n.host == "h");
@@ -102,8 +101,7 @@ TEST_CASE("the scheme is case-insensitive") {
 // ---------------------------------------------------------------------
 
 TEST_CASE("a unix URI gives the socket path and db 0") {
-  const node_options n =
-      node_options::parse("unix:///var/run/redis/redis.sock");
+  const node_options n = node_options::parse("unix:///var/run/redis/redis.sock");
   CHECK(n.unix_path == "/var/run/redis/redis.sock");
   CHECK(n.db == 0);
   CHECK(n.host.empty());
@@ -122,8 +120,7 @@ TEST_CASE("a unix URI in the short form printed by address() parses back") {
 }
 
 TEST_CASE("a unix socket path is percent-decoded") {
-  CHECK(node_options::parse("unix:///tmp/my%20redis.sock").unix_path ==
-        "/tmp/my redis.sock");
+  CHECK(node_options::parse("unix:///tmp/my%20redis.sock").unix_path == "/tmp/my redis.sock");
 }
 
 // ---- address()
@@ -132,14 +129,12 @@ TEST_CASE("a unix socket path is percent-decoded") {
 TEST_CASE("address() is host:port, bracketed for IPv6, or unix:/path") {
   CHECK(node_options::parse("redis://h:7001").address() == "h:7001");
   CHECK(node_options::parse("redis://[::1]:7001").address() == "[::1]:7001");
-  CHECK(node_options::parse("unix:///tmp/r.sock").address() ==
-        "unix:/tmp/r.sock");
+  CHECK(node_options::parse("unix:///tmp/r.sock").address() == "unix:/tmp/r.sock");
   CHECK(node_options{}.address() == "127.0.0.1:6379");
 }
 
 TEST_CASE("address() of a parsed URI parses back to the same host and port") {
-  for (const char* uri :
-       {"redis://h:7001", "redis://[::1]:7001", "redis://[fe80::1]"}) {
+  for (const char* uri : {"redis://h:7001", "redis://[::1]:7001", "redis://[fe80::1]"}) {
     CAPTURE(uri);
     const node_options a = node_options::parse(uri);
     const node_options b = node_options::parse("redis://" + a.address());
@@ -152,11 +147,10 @@ TEST_CASE("address() of a parsed URI parses back to the same host and port") {
 // --------------------------------------------------------------------
 
 TEST_CASE("errors name the URI and the problem") {
-  CHECK_THROWS_WITH_AS(
-      node_options::parse("redis://h:99999"),
-      "invalid node URI \"redis://h:99999\": port 99999 is out of range "
-      "1..65535",
-      config_error);
+  CHECK_THROWS_WITH_AS(node_options::parse("redis://h:99999"),
+                       "invalid node URI \"redis://h:99999\": port 99999 is out of range "
+                       "1..65535",
+                       config_error);
 }
 
 TEST_CASE("an empty URI is rejected") {
@@ -171,16 +165,12 @@ TEST_CASE("a URI without a scheme is rejected") {
 }
 
 TEST_CASE("an unknown scheme is rejected and named") {
-  CHECK(parse_error("http://h:6379").find("unknown scheme \"http\"") !=
-        std::string::npos);
-  CHECK(parse_error("valkey://h").find("unknown scheme \"valkey\"") !=
-        std::string::npos);
+  CHECK(parse_error("http://h:6379").find("unknown scheme \"http\"") != std::string::npos);
+  CHECK(parse_error("valkey://h").find("unknown scheme \"valkey\"") != std::string::npos);
 }
 
 TEST_CASE("rediss:// is rejected because TLS is not supported") {
-  CHECK(
-      parse_error("rediss://h:6380").find("TLS (rediss://) is not supported") !=
-      std::string::npos);
+  CHECK(parse_error("rediss://h:6380").find("TLS (rediss://) is not supported") != std::string::npos);
 }
 
 TEST_CASE("an empty host is rejected") {
@@ -191,58 +181,44 @@ TEST_CASE("an empty host is rejected") {
 }
 
 TEST_CASE("a port that is not a number is rejected and named") {
-  CHECK(parse_error("redis://h:abc").find("port \"abc\" is not a number") !=
-        std::string::npos);
+  CHECK(parse_error("redis://h:abc").find("port \"abc\" is not a number") != std::string::npos);
   CHECK(parse_error("redis://h:-1").find("port \"-1\"") != std::string::npos);
   CHECK(parse_error("redis://h:+80").find("port \"+80\"") != std::string::npos);
   CHECK(parse_error("redis://h:").find("port is empty") != std::string::npos);
 }
 
 TEST_CASE("a port outside 1..65535 is rejected and named") {
-  CHECK(parse_error("redis://h:0").find("port 0 is out of range") !=
+  CHECK(parse_error("redis://h:0").find("port 0 is out of range") != std::string::npos);
+  CHECK(parse_error("redis://h:65536").find("port 65536 is out of range") != std::string::npos);
+  CHECK(parse_error("redis://h:99999999999999999999999").find("port 99999999999999999999999") !=
         std::string::npos);
-  CHECK(parse_error("redis://h:65536").find("port 65536 is out of range") !=
-        std::string::npos);
-  CHECK(parse_error("redis://h:99999999999999999999999")
-            .find("port 99999999999999999999999") != std::string::npos);
 }
 
 TEST_CASE("a db that is not a non-negative integer is rejected and named") {
-  CHECK(parse_error("redis://h/-1")
-            .find("db \"-1\" is not a non-negative integer") !=
-        std::string::npos);
+  CHECK(parse_error("redis://h/-1").find("db \"-1\" is not a non-negative integer") != std::string::npos);
   CHECK(parse_error("redis://h/x").find("db \"x\"") != std::string::npos);
   CHECK(parse_error("redis://h/1/2").find("db \"1/2\"") != std::string::npos);
-  CHECK(parse_error("redis://h/2147483648")
-            .find("db 2147483648 is out of range") != std::string::npos);
+  CHECK(parse_error("redis://h/2147483648").find("db 2147483648 is out of range") != std::string::npos);
 }
 
 TEST_CASE("trailing garbage is rejected and shown") {
-  CHECK(parse_error("redis://h:6379?db=1").find("\"?db=1\"") !=
-        std::string::npos);
+  CHECK(parse_error("redis://h:6379?db=1").find("\"?db=1\"") != std::string::npos);
   CHECK(parse_error("redis://h#frag").find("\"#frag\"") != std::string::npos);
-  CHECK(parse_error("redis://[::1]x").find("\"x\" after IPv6") !=
-        std::string::npos);
+  CHECK(parse_error("redis://[::1]x").find("\"x\" after IPv6") != std::string::npos);
   CHECK(parse_error("redis://[::1").find("closing ']'") != std::string::npos);
-  CHECK(parse_error("redis://h st").find("host \"h st\" contains ' '") !=
-        std::string::npos);
+  CHECK(parse_error("redis://h st").find("host \"h st\" contains ' '") != std::string::npos);
 }
 
 TEST_CASE("an unbracketed IPv6 address is rejected with a hint") {
-  CHECK(parse_error("redis://::1:6379").find("empty host") !=
-        std::string::npos);
-  CHECK(parse_error("redis://fe80::1:6379").find("in brackets") !=
-        std::string::npos);
+  CHECK(parse_error("redis://::1:6379").find("empty host") != std::string::npos);
+  CHECK(parse_error("redis://fe80::1:6379").find("in brackets") != std::string::npos);
 }
 
 TEST_CASE("bad percent-encoding is rejected") {
-  CHECK(parse_error("redis://us%zzer:pw@h")
-            .find("bad percent-encoding \"%zz\" in user name") !=
+  CHECK(parse_error("redis://us%zzer:pw@h").find("bad percent-encoding \"%zz\" in user name") !=
         std::string::npos);
-  CHECK(parse_error("redis://u:pw%4@h")
-            .find("bad percent-encoding in password") != std::string::npos);
-  CHECK(parse_error("unix:///tmp/a%2").find("bad percent-encoding \"%2\"") !=
-        std::string::npos);
+  CHECK(parse_error("redis://u:pw%4@h").find("bad percent-encoding in password") != std::string::npos);
+  CHECK(parse_error("unix:///tmp/a%2").find("bad percent-encoding \"%2\"") != std::string::npos);
 }
 
 TEST_CASE("a user name without a password is rejected with a hint") {
@@ -255,46 +231,32 @@ TEST_CASE("error messages never show the password") {
   const std::string m = parse_error("redis://u:hunter2@h:99999");
   CHECK(m.find("hunter2") == std::string::npos);
   CHECK(m.find("\"redis://u:***@h:99999\"") != std::string::npos);
-  CHECK(parse_error("redis://:hunter2%zz@h").find("hunter2") ==
-        std::string::npos);
-  CHECK(parse_error("unix://u:hunter2@/tmp/r.sock").find("hunter2") ==
-        std::string::npos);
-  const std::string q =
-      parse_error("unix:///tmp/r.sock?db=1&password=hunter2&x=1");
+  CHECK(parse_error("redis://:hunter2%zz@h").find("hunter2") == std::string::npos);
+  CHECK(parse_error("unix://u:hunter2@/tmp/r.sock").find("hunter2") == std::string::npos);
+  const std::string q = parse_error("unix:///tmp/r.sock?db=1&password=hunter2&x=1");
   CHECK(q.find("hunter2") == std::string::npos);
-  CHECK(q.find("\"unix:///tmp/r.sock?db=1&password=***&x=1\"") !=
-        std::string::npos);
+  CHECK(q.find("\"unix:///tmp/r.sock?db=1&password=***&x=1\"") != std::string::npos);
 }
 
 TEST_CASE("an empty unix socket path is rejected") {
-  CHECK(parse_error("unix://").find("empty unix socket path") !=
-        std::string::npos);
-  CHECK(parse_error("unix:///").find("empty unix socket path") !=
-        std::string::npos);
-  CHECK(parse_error("unix:").find("empty unix socket path") !=
-        std::string::npos);
-  CHECK(parse_error("unix:///?db=1").find("empty unix socket path") !=
-        std::string::npos);
+  CHECK(parse_error("unix://").find("empty unix socket path") != std::string::npos);
+  CHECK(parse_error("unix:///").find("empty unix socket path") != std::string::npos);
+  CHECK(parse_error("unix:").find("empty unix socket path") != std::string::npos);
+  CHECK(parse_error("unix:///?db=1").find("empty unix socket path") != std::string::npos);
 }
 
 TEST_CASE("a unix URI with a host or user info is rejected") {
-  CHECK(parse_error("unix://localhost/tmp/r.sock")
-            .find("\"localhost\" before the path") != std::string::npos);
-  CHECK(parse_error("unix:relative.sock").find("not absolute") !=
+  CHECK(parse_error("unix://localhost/tmp/r.sock").find("\"localhost\" before the path") !=
         std::string::npos);
+  CHECK(parse_error("unix:relative.sock").find("not absolute") != std::string::npos);
 }
 
 TEST_CASE("unknown unix query parameters are rejected and named") {
-  CHECK(parse_error("unix:///tmp/r.sock?password=x")
-            .find("unknown query parameter \"password\"") != std::string::npos);
-  CHECK(parse_error("unix:///tmp/r.sock?db=1&timeout=5").find("\"timeout\"") !=
+  CHECK(parse_error("unix:///tmp/r.sock?password=x").find("unknown query parameter \"password\"") !=
         std::string::npos);
-  CHECK(parse_error("unix:///tmp/r.sock?db=1&db=2").find("db given twice") !=
-        std::string::npos);
-  CHECK(parse_error("unix:///tmp/r.sock?db").find("db has no value") !=
-        std::string::npos);
-  CHECK(parse_error("unix:///tmp/r.sock?db=-2").find("db \"-2\"") !=
-        std::string::npos);
-  CHECK(parse_error("unix:///tmp/r.sock#x").find("\"#x\"") !=
-        std::string::npos);
+  CHECK(parse_error("unix:///tmp/r.sock?db=1&timeout=5").find("\"timeout\"") != std::string::npos);
+  CHECK(parse_error("unix:///tmp/r.sock?db=1&db=2").find("db given twice") != std::string::npos);
+  CHECK(parse_error("unix:///tmp/r.sock?db").find("db has no value") != std::string::npos);
+  CHECK(parse_error("unix:///tmp/r.sock?db=-2").find("db \"-2\"") != std::string::npos);
+  CHECK(parse_error("unix:///tmp/r.sock#x").find("\"#x\"") != std::string::npos);
 }

@@ -28,8 +28,7 @@ TEST_CASE("drift is expiry times drift_factor plus 2 ms") {
   static_assert(drift(8s, 0.01) == 82ms);
 }
 
-TEST_CASE(
-    "drift rounds down to whole microseconds without floating-point wobble") {
+TEST_CASE("drift rounds down to whole microseconds without floating-point wobble") {
   // 0.07 and 0.29 are not exact in binary; a naive product gives 69999.99...
   // or 290000.00...1 µs.
   CHECK(drift(1s, 0.07) == 70ms + 2ms);

@@ -47,8 +47,7 @@ TEST_SUITE_BEGIN("resp");
 
 TEST_CASE("encode_command writes a RESP multi-bulk request with exact lengths") {
   auto wire = encode_command({"SET", "key", "value", "PX", "8000", "NX"});
-  CHECK(*wire ==
-        "*6\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n$2\r\nPX\r\n$4\r\n8000\r\n$2\r\nNX\r\n");
+  CHECK(*wire == "*6\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n$2\r\nPX\r\n$4\r\n8000\r\n$2\r\nNX\r\n");
 }
 
 TEST_CASE("encode_command keeps binary arguments, CRLF and empty strings intact") {
@@ -109,8 +108,7 @@ TEST_CASE("reader parses nested arrays with mixed element kinds") {
 }
 
 TEST_CASE("reader yields the same replies however the stream is split") {
-  const std::string wire =
-      "+OK\r\n-ERR x\r\n:7\r\n$3\r\nabc\r\n$-1\r\n*2\r\n*1\r\n+a\r\n:9\r\n";
+  const std::string wire = "+OK\r\n-ERR x\r\n:7\r\n$3\r\nabc\r\n$-1\r\n*2\r\n*1\r\n+a\r\n:9\r\n";
   for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
     CAPTURE(cut);
     auto all = parse_split(wire, cut);

@@ -15,12 +15,10 @@ using redsync::detail::random_value;
 namespace {
 
 std::string b64(std::string_view s) {
-  return base64_encode(
-      {reinterpret_cast<const unsigned char*>(s.data()), s.size()});
+  return base64_encode({reinterpret_cast<const unsigned char*>(s.data()), s.size()});
 }
 
-constexpr std::string_view alphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
 
@@ -48,8 +46,7 @@ TEST_CASE("100000 random values are distinct 24-character base64 strings") {
   std::size_t malformed = 0;
   for (std::size_t i = 0; i < count; ++i) {
     std::string v = random_value();
-    const bool ok = v.size() == 24 && v.ends_with("==") &&
-                    v.find_first_not_of(alphabet) == 22;
+    const bool ok = v.size() == 24 && v.ends_with("==") && v.find_first_not_of(alphabet) == 22;
     if (!ok) {
       ++malformed;
       CAPTURE(v);
@@ -71,8 +68,7 @@ TEST_CASE("the /dev/urandom fallback fills the whole buffer") {
   CHECK(zeros < 50);
 }
 
-TEST_CASE(
-    "fill_random fills buffers larger than one getrandom call may return") {
+TEST_CASE("fill_random fills buffers larger than one getrandom call may return") {
   // getrandom may return short reads above 256 bytes; the loop must cover them.
   std::array<unsigned char, 1 << 16> buffer{};
   redsync::detail::fill_random(buffer);
