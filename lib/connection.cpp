@@ -338,16 +338,17 @@ void connection::flush() {
   if (state_ != state::connected || socket_ == nullptr) return;
   const bool handshake = handshake_unsent_;
   if (unsent_.empty() && !handshake) return;
-  auto* w = new write_req;
-  w->req.data = w;
-  const std::size_t n = unsent_.size() + (handshake ? handshake_.size() : 0);
-  w->wires.reserve(n);
-  w->bufs.reserve(n);
+  // The buffer lists are members, reused from flush to flush: the usual
+  // flush allocates nothing. A write_req is made only for a tail the kernel
+  // did not take.
+  write_bufs_.clear();
+  write_wires_.clear();
   std::size_t total = 0;
-  auto add = [w, &total](wire_command wire) {
-    w->bufs.push_back(uv_buf_init(const_cast<char*>(wire->data()), static_cast<unsigned int>(wire->size())));
+  auto add = [this, &total](wire_command wire) {
+    write_bufs_.push_back(
+        uv_buf_init(const_cast<char*>(wire->data()), static_cast<unsigned int>(wire->size())));
     total += wire->size();
-    w->wires.push_back(std::move(wire));
+    write_wires_.push_back(std::move(wire));
   };
   if (handshake) {
     for (const auto& h : handshake_) add(h.second);
@@ -364,25 +365,28 @@ void connection::flush() {
   // epoll_ctl per write. Whatever the kernel did not take goes through
   // uv_write, which keeps the order behind earlier queued writes.
   const int wrote =
-      uv_try_write(&socket_->h.stream, w->bufs.data(), static_cast<unsigned int>(w->bufs.size()));
+      uv_try_write(&socket_->h.stream, write_bufs_.data(), static_cast<unsigned int>(write_bufs_.size()));
   if (wrote < 0 && wrote != UV_EAGAIN) {
-    delete w;
+    write_wires_.clear();
     drop("connection lost: write: " + uv_error(wrote));
     return;
   }
   std::size_t done = wrote > 0 ? static_cast<std::size_t>(wrote) : 0;
   if (done == total) {
-    delete w;
+    write_wires_.clear();  // the bytes are the kernel's now
     return;
   }
-  auto first = w->bufs.begin();
+  auto first = write_bufs_.begin();
   while (done >= first->len) {
     done -= first->len;
     ++first;
   }
   first->base += done;
   first->len -= static_cast<decltype(first->len)>(done);
-  w->bufs.erase(w->bufs.begin(), first);
+  auto* w = new write_req;
+  w->req.data = w;
+  w->bufs.assign(first, write_bufs_.end());
+  w->wires.swap(write_wires_);  // keeps the tail's bytes alive until written
   const int rc = uv_write(&w->req, &socket_->h.stream, w->bufs.data(),
                           static_cast<unsigned int>(w->bufs.size()), &on_write);
   if (rc != 0) {

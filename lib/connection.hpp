@@ -130,6 +130,9 @@ class connection {
 
   std::deque<entry> inflight_;  // written, replies due in this order
   std::deque<entry> unsent_;    // queued, not yet written
+  // Scratch for flush(), kept to reuse their capacity.
+  std::vector<uv_buf_t> write_bufs_;
+  std::vector<wire_command> write_wires_;
   clock::time_point armed_for_ = clock::time_point::max();
   clock::time_point stall_since_{};
   std::chrono::microseconds max_timeout_{0};
