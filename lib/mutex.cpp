@@ -5,26 +5,13 @@
 
 #include <redsync/mutex.hpp>
 
-#include <condition_variable>
 #include <future>
-#include <mutex>
 
 namespace redsync {
 
 using detail::op_kind;
 
 namespace {
-
-// What a blocking call waits on. Shared with the completion callback, which
-// may still be inside notify_one() when the waiting thread wakes and returns.
-// A mutex and condition variable rather than a promise: set_value() costs an
-// extra futex syscall per call (std::call_once), on every lock and unlock.
-struct blocking_wait {
-  std::mutex m;
-  std::condition_variable cv;
-  bool done = false;
-  result r;
-};
 
 // Runs an operation and waits for it on the caller's thread.
 result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx) {
@@ -35,18 +22,12 @@ result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx) {
   }
   std::string value;
   if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
-  auto w = std::make_shared<blocking_wait>();
-  st.submit(kind, ctx, std::move(value), [w](result r) {
-    {
-      std::lock_guard lk(w->m);
-      w->r = std::move(r);
-      w->done = true;
-    }
-    w->cv.notify_one();
-  });
-  std::unique_lock lk(w->m);
-  w->cv.wait(lk, [&w] { return w->done; });
-  return std::move(w->r);
+  // The promise is shared with the callback: it may still be inside
+  // set_value() when the waiting thread wakes up and returns.
+  auto done = std::make_shared<std::promise<result>>();
+  auto f = done->get_future();
+  st.submit(kind, ctx, std::move(value), [done](result r) { done->set_value(std::move(r)); });
+  return f.get();
 }
 
 void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex::callback done) {
