@@ -445,9 +445,10 @@ void connection::handle_data(const char* data, std::size_t size) {
       // AUTH/SELECT replies precede the user's. On failure the user commands
       // get their own error replies (NOAUTH, ...); remember why, so those
       // results can say so. INFO only informs: its failure (an ACL without
-      // INFO, or AUTH having failed) is not the user's commands' cause.
+      // INFO, or AUTH having failed) is not the user's commands' cause, but
+      // the listener must learn of it (it fails closed).
       if (handshake_due_.front() == "INFO") {
-        if (!r.is_error() && config_.on_server_info) config_.on_server_info(r.str);
+        if (config_.on_server_info) config_.on_server_info(r);
       } else if (r.is_error() && handshake_error_.empty()) {
         handshake_error_ = fmt::format("{} failed: {}", handshake_due_.front(), r.str);
       }

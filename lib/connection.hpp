@@ -28,9 +28,10 @@ struct connection_config {
   node_options node;
   std::chrono::milliseconds connect_timeout{1000};
   // When set, every new connection also sends `INFO server` in its
-  // handshake and hands the reply text here, before any later reply on that
-  // connection is delivered (the restart guard reads run_id and uptime).
-  std::function<void(std::string_view info)> on_server_info{};
+  // handshake and hands the reply here (an error reply too, e.g. NOPERM),
+  // before any later reply on that connection is delivered (node_trust reads
+  // the server's run_id).
+  std::function<void(const reply& info)> on_server_info{};
 };
 
 class connection {

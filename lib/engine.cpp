@@ -8,13 +8,12 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <future>
 
 namespace redsync::detail {
 
 engine::engine(std::vector<node_options> nodes, const redsync_options& options)
-    : loop_(options.loop), rng_(std::random_device{}()), restart_guard_(options.restart_guard) {
+    : loop_(options.loop), rng_(std::random_device{}()) {
   check_redsync_options(options);
   if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
   pools_.reserve(nodes.size());
@@ -24,11 +23,11 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
-  starts_.resize(pools_.size());
-  if (restart_guard_) {
-    for (std::size_t i = 0; i < pools_.size(); ++i) {
-      pools_[i]->on_server_info([this, i](std::string_view info) { on_server_info(i, info); });
-    }
+  trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
+  // Every connection reads INFO server first: node_trust needs the server's
+  // run_id to tell whether the node's record (and vote) is verified.
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    pools_[i]->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
   }
 }
 
@@ -37,55 +36,6 @@ void engine::note_expiry(std::chrono::milliseconds expiry) noexcept {
   while (expiry.count() > seen &&
          !longest_expiry_ms_.compare_exchange_weak(seen, expiry.count(), std::memory_order_relaxed)) {
   }
-}
-
-namespace {
-
-std::string_view info_field(std::string_view info, std::string_view key) {
-  std::size_t at = 0;
-  while ((at = info.find(key, at)) != std::string_view::npos) {
-    if ((at == 0 || info[at - 1] == '\n') && at + key.size() < info.size() && info[at + key.size()] == ':') {
-      const auto from = at + key.size() + 1;
-      const auto to = info.find_first_of("\r\n", from);
-      return info.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
-    }
-    at += key.size();
-  }
-  return {};
-}
-
-}  // namespace
-
-void engine::on_server_info(std::size_t i, std::string_view info) {
-  const auto run_id = info_field(info, "run_id");
-  const auto uptime_text = info_field(info, "uptime_in_seconds");
-  std::int64_t uptime_s = 0;
-  const auto [end, ec] =
-      std::from_chars(uptime_text.data(), uptime_text.data() + uptime_text.size(), uptime_s);
-  (void)end;
-  if (run_id.empty() || ec != std::errc{}) return;  // not a Redis we understand: leave it counted
-  node_start& n = starts_[i];
-  n.run_id_changed = n.known && n.run_id != run_id;
-  n.run_id.assign(run_id);
-  // Uptime has whole-second resolution: count it down, never up.
-  n.started_at = std::chrono::steady_clock::now() - std::chrono::seconds(uptime_s);
-  n.known = true;
-}
-
-bool engine::excluded(std::size_t i, std::string& why) const {
-  if (!restart_guard_ || !starts_[i].known) return false;
-  const node_start& n = starts_[i];
-  const std::chrono::milliseconds longest{longest_expiry_ms_.load(std::memory_order_relaxed)};
-  const auto now = std::chrono::steady_clock::now();
-  const auto counts_from = n.started_at + longest;
-  if (now >= counts_from) return false;
-  using fsec = std::chrono::duration<double>;
-  why = fmt::format(
-      "{} {:.1f} s ago (run_id {}), less than the longest expiry in use ({} ms): it may have lost "
-      "keys it held, so its vote counts again in {:.1f} s",
-      n.run_id_changed ? "restarted" : "started", fsec(now - n.started_at).count(), n.run_id.substr(0, 8),
-      longest.count(), fsec(counts_from - now).count());
-  return true;
 }
 
 namespace {

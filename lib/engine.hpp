@@ -6,6 +6,7 @@
 
 #include "event_loop.hpp"
 #include "node_pool.hpp"
+#include "node_trust.hpp"
 #include "release_listener.hpp"
 
 #include <redsync/options.hpp>
@@ -51,26 +52,19 @@ class engine {
   std::mt19937_64& rng() noexcept { return rng_; }
   release_listener& listener() noexcept { return *listener_; }
 
-  // Restart guard. Any thread: records a mutex's expiry (the longest one is
-  // how long a restarted node is kept out).
+  // Any thread: records a mutex's expiry (the longest one is the default
+  // restart guard window).
   void note_expiry(std::chrono::milliseconds expiry) noexcept;
-  bool restart_guard() const noexcept { return restart_guard_; }
-  // Loop thread: whether node i's vote must not count yet, and why.
-  bool excluded(std::size_t i, std::string& why) const;
+  std::chrono::milliseconds longest_expiry() const noexcept {
+    return std::chrono::milliseconds{longest_expiry_ms_.load(std::memory_order_relaxed)};
+  }
+  // Loop thread: which nodes' votes count (restart guard, fencing repair).
+  node_trust& trust() noexcept { return *trust_; }
   void add_task(loop_task* t) { tasks_.insert(t); }
   void remove_task(loop_task* t) { tasks_.erase(t); }
 
  private:
   void wind_up_tasks();
-  void on_server_info(std::size_t i, std::string_view info);
-
-  // What the restart guard knows of a node, from INFO at its last connect.
-  struct node_start {
-    std::string run_id;
-    std::chrono::steady_clock::time_point started_at{};  // now - uptime, at that connect
-    bool known = false;
-    bool run_id_changed = false;
-  };
 
   event_loop loop_;
   std::vector<std::unique_ptr<node_pool>> pools_;
@@ -78,9 +72,8 @@ class engine {
   std::vector<std::string> addresses_;
   std::mt19937_64 rng_;
   std::unordered_set<loop_task*> tasks_;
-  const bool restart_guard_;
-  std::vector<node_start> starts_;
   std::atomic<std::int64_t> longest_expiry_ms_{0};
+  std::unique_ptr<node_trust> trust_;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -60,8 +60,13 @@ struct round_state {
           }
         } else {
           n.status = spec.classify(r.value);
-          if (r.value.type == reply::kind::integer) counts.integers[i] = r.value.integer;
-          if (n.status == node_status::ok && spec.exclude_yes && spec.exclude_yes(i, n.message))
+          if (r.value.type == reply::kind::integer) {
+            counts.integers[i] = r.value.integer;
+          } else if (r.value.type == reply::kind::array && !r.value.elements.empty() &&
+                     r.value.elements[0].type == reply::kind::integer) {
+            counts.integers[i] = r.value.elements[0].integer;
+          }
+          if (n.status == node_status::ok && spec.exclude_yes && spec.exclude_yes(i, r.value, n.message))
             n.status = node_status::excluded;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;

@@ -20,7 +20,7 @@ namespace redsync::detail {
 // Per-node statuses counted so far.
 struct tally {
   std::vector<node_result> nodes;   // in node order
-  std::vector<long long> integers;  // a node's integer reply, when it gave one
+  std::vector<long long> integers;  // a node's integer reply, or the first element of its array reply
   std::size_t ok = 0;
   std::size_t taken = 0;
   std::size_t missing = 0;
@@ -47,9 +47,10 @@ struct round_spec {
   bool shuffle = false;
   // Nodes to leave out of the round (reported as `excluded`); may be empty.
   std::vector<bool> excluded;
-  // Asked when node i says yes: true (with a reason) turns that yes into
-  // `excluded`, which does not count towards the quorum. May be empty.
-  std::function<bool(std::size_t i, std::string& why)> exclude_yes;
+  // Asked when node i says yes (with its reply): true (with a reason) turns
+  // that yes into `excluded`, which does not count towards the quorum. May
+  // be empty.
+  std::function<bool(std::size_t i, const reply& r, std::string& why)> exclude_yes;
 };
 
 // Starts a round on the loop thread. `done` runs exactly once on the loop

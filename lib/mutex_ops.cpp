@@ -27,10 +27,13 @@ using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// The acquire script answers the node's fencing counter where SET NX won,
-// nil where the key already exists.
+// The acquire script answers {token, record run, age} where SET NX won on
+// every name, a negative number or nil where it did not.
 node_status classify_acquire(const reply& r) {
-  if (r.type == reply::kind::integer) return r.integer > 0 ? node_status::ok : node_status::taken;
+  if (r.type == reply::kind::array && !r.elements.empty() && r.elements[0].type == reply::kind::integer &&
+      r.elements[0].integer > 0)
+    return node_status::ok;
+  if (r.type == reply::kind::integer && r.integer < 0) return node_status::taken;
   if (r.type == reply::kind::nil) return node_status::taken;
   return node_status::reply_error;
 }
@@ -105,7 +108,7 @@ class operation final : public loop_task,
   // sleeping out the retry delay.
   void on_release(std::string_view next_in_line) override {
     if (finished_ || next_in_line != value_) return;
-    if (in_round_ || !retry_timer_) {
+    if (in_round_ || waiting_for_survey_ || !retry_timer_) {
       // Our own attempt is in flight and may have raced the release: if it
       // fails, try again at once rather than sleeping through the delay.
       woken_ = true;
@@ -119,7 +122,7 @@ class operation final : public loop_task,
     // Once per wait is enough: every node confirms, but one look closes the
     // gap between our refusal and the subscription.
     if (looked_after_subscribing_) return;
-    if (finished_ || in_round_ || !retry_timer_ || !first_in_line_) return;
+    if (finished_ || in_round_ || waiting_for_survey_ || !retry_timer_ || !first_in_line_) return;
     looked_after_subscribing_ = true;
     retry_timer_->stop();
     attempt();
@@ -197,8 +200,10 @@ class operation final : public loop_task,
       st_->lost = std::stop_source{};
     }
     std::vector<std::string_view> release_keys = st_->keys;
-    release_keys.push_back(st_->line_key);
-    st_->release_call = make_script_call(release_script(), release_keys, {value_, st_->channel});
+    release_keys.insert(release_keys.end(), st_->line_keys.begin(), st_->line_keys.end());
+    std::vector<std::string_view> release_args{value_};
+    release_args.insert(release_args.end(), st_->channels.begin(), st_->channels.end());
+    st_->release_call = make_script_call(release_script(), release_keys, release_args);
     // A blocking lock waits in the fair line between attempts; try_lock
     // does not queue.
     waits_in_line_ = kind_ == op_kind::acquire;
@@ -222,21 +227,30 @@ class operation final : public loop_task,
     }
     const auto lease = 2 * next_delay_ + duration_cast<milliseconds>(st_->timeout) + 1000ms;
     std::vector<std::string_view> keys = st_->keys;
-    keys.push_back(st_->fence_key);
-    keys.push_back(st_->line_key);
-    keys.push_back(st_->lease_key);
+    keys.push_back(record_key);
+    keys.insert(keys.end(), st_->line_keys.begin(), st_->line_keys.end());
+    keys.insert(keys.end(), st_->lease_keys.begin(), st_->lease_keys.end());
     const std::string lease_ms = std::to_string(lease.count());
     st_->acquire_call = make_script_call(
         acquire_script(), keys, {value_, st_->expiry_ms, arrival_, lease_ms, waits_in_line_ ? "1" : "0"});
+    // Only once this Redsync has looked at every node's record (the first
+    // acquisition waits for that look; later ones go at once).
+    waiting_for_survey_ = true;
+    eng_.trust().when_surveyed(st_->timeout, [self = shared_from_this()] { self->send_attempt(); });
+  }
+
+  void send_attempt() {
+    waiting_for_survey_ = false;
+    if (finished_) return;
     if (waits_in_line_) joined_line_ = true;
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec;
     spec.send = script_sender(st_->acquire_call, st_->route, st_->timeout);
     spec.classify = classify_acquire;
-    if (eng_.restart_guard()) {
-      spec.exclude_yes = [e = &eng_](std::size_t i, std::string& why) { return e->excluded(i, why); };
-    }
+    spec.exclude_yes = [e = &eng_](std::size_t i, const reply& r, std::string& why) {
+      return e->trust().exclude_yes(i, r, why);
+    };
     apply_mutex_options(spec);
     run_round(eng_, std::move(spec),
               [self = shared_from_this()](tally&& t) { self->on_attempt(std::move(t)); });
@@ -284,9 +298,8 @@ class operation final : public loop_task,
   void write_back_token(std::int64_t token, std::size_t at_token, std::vector<bool> skip) {
     const std::string token_text = std::to_string(token);
     round_spec spec;
-    spec.send =
-        script_sender(make_script_call(fence_script(), {st_->name, st_->fence_key}, {value_, token_text}),
-                      st_->route, st_->timeout);
+    spec.send = script_sender(make_script_call(fence_script(), {st_->name, record_key}, {value_, token_text}),
+                              st_->route, st_->timeout);
     spec.classify = [](const reply& r) {
       if (r.type == reply::kind::integer && r.integer == 1) return node_status::ok;
       if (r.type == reply::kind::integer && r.integer == 0) return node_status::missing;
@@ -320,8 +333,8 @@ class operation final : public loop_task,
   }
 
   // Undo a failed attempt. Nodes that answered "taken" did not apply our SET
-  // and need nothing. Nodes that said yes get a release we wait for (they
-  // are responsive, so this costs one round trip). Nodes that timed out,
+  // and need nothing. Nodes that said yes (counted or excluded) get a
+  // release we wait for (they are responsive, so this costs one round trip). Nodes that timed out,
   // dropped, or were not awaited may still apply the SET later: they get a
   // release too, on the same connection, so the server runs it after the
   // SET; we do not wait for those, a hung node must not stall us. So do
@@ -335,13 +348,13 @@ class operation final : public loop_task,
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       switch (last_.nodes[i].status) {
         case node_status::ok:
+        case node_status::excluded:  // it said yes (and answered); its vote just did not count
           skip[i] = false;
           any_awaited = true;
           break;
         case node_status::timeout:
         case node_status::unreachable:
         case node_status::not_awaited:
-        case node_status::excluded:  // it said yes; its vote just did not count
         case node_status::reply_error: send_release_unawaited(i); break;
         default: break;
       }
@@ -360,7 +373,7 @@ class operation final : public loop_task,
   void after_failed_attempt() {
     if (attempts_ >= max_tries_) return finish(failure_);
     if (waits_in_line_ && !watching_ && !eng_.shutting_down()) {
-      eng_.listener().watch(st_->channel, this);
+      for (const auto& channel : st_->channels) eng_.listener().watch(channel, this);
       watching_ = true;
     }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
@@ -386,8 +399,9 @@ class operation final : public loop_task,
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (!needs_leave(i)) continue;
       if (!call) {
-        call = std::make_shared<script_call>(
-            make_script_call(leave_script(), {st_->line_key, st_->lease_key}, {value_}));
+        std::vector<std::string_view> keys(st_->line_keys.begin(), st_->line_keys.end());
+        keys.insert(keys.end(), st_->lease_keys.begin(), st_->lease_keys.end());
+        call = std::make_shared<script_call>(make_script_call(leave_script(), keys, {value_}));
       }
       send_script(eng_.node(i), st_->route, *call, st_->timeout, [call](command_result&&) {});
     }
@@ -522,7 +536,7 @@ class operation final : public loop_task,
     }
     if (registered_) eng_.remove_task(this);
     if (watching_) {
-      eng_.listener().unwatch(st_->channel, this);
+      for (const auto& channel : st_->channels) eng_.listener().unwatch(channel, this);
       watching_ = false;
     }
     if (why != errc{}) leave_line(false);
@@ -578,11 +592,19 @@ class operation final : public loop_task,
   bool first_in_line_ = false;
   bool looked_after_subscribing_ = false;
   bool woken_ = false;
+  bool waiting_for_survey_ = false;
   std::string arrival_;
   errc failure_ = errc::no_quorum;
   clock::time_point attempt_start_{};
   tally last_;
 };
+
+std::vector<std::string> derive(const std::vector<std::string>& names, std::string (*key)(std::string_view)) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back(key(n));
+  return out;
+}
 
 }  // namespace
 
@@ -596,10 +618,9 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
       expiry_ms(std::to_string(opts.expiry.count())),
-      fence_key(detail::fence_key(name)),
-      line_key(detail::line_key(name)),
-      lease_key(detail::lease_key(name)),
-      channel(release_channel(name)) {
+      line_keys(derive(names, line_key)),
+      lease_keys(derive(names, lease_key)),
+      channels(derive(names, release_channel)) {
   if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
 }
 

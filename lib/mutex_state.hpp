@@ -34,7 +34,7 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
 
   engine& eng;
-  const std::vector<std::string> names;      // one, or several for a multi-name lock
+  const std::vector<std::string> names;      // one, or several (sorted) for a multi-name lock
   const std::string& name;                   // names[0]
   const std::vector<std::string_view> keys;  // names, as script KEYS
   const mutex_options opts;
@@ -42,10 +42,10 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;              // PX argument
-  const std::string fence_key;              // the fencing counter's key
-  const std::string line_key;               // waiters for the lock, oldest first
-  const std::string lease_key;              // each waiter's lease in that line
-  const std::string channel;                // where releases are announced
+  // Per name, in the order of `names`:
+  const std::vector<std::string> line_keys;   // waiters for the name, oldest first
+  const std::vector<std::string> lease_keys;  // each waiter's lease in that line
+  const std::vector<std::string> channels;    // where releases of the name are announced
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;

@@ -205,7 +205,7 @@ void node_pool::close(std::function<void()> closed) {
   impl_->close(std::move(closed));
 }
 
-void node_pool::on_server_info(std::function<void(std::string_view info)> listener) {
+void node_pool::on_server_info(std::function<void(const reply& info)> listener) {
   impl_->config.on_server_info = std::move(listener);
 }
 

@@ -94,8 +94,9 @@ class node_pool {
   const std::string& address() const noexcept { return address_; }
 
   // Every connection made from now on sends `INFO server` in its handshake
-  // and passes the reply here (loop thread) before any other reply on it.
-  void on_server_info(std::function<void(std::string_view info)> listener);
+  // and passes the reply (an error reply too) here, on the loop thread,
+  // before any other reply on it.
+  void on_server_info(std::function<void(const reply& info)> listener);
 
   // Sends `cmd` on the connection chosen by `route` (e.g. a hash of the lock
   // name); `done` runs once with the outcome, at the latest `timeout` after

@@ -63,6 +63,10 @@ void check_redsync_options(const redsync_options& options) {
         "reconnect_backoff_min ({} ms)",
         options.reconnect_backoff_max.count(), options.reconnect_backoff_min.count());
   }
+  if (options.restart_guard_window.count() < 0 || options.restart_guard_window > max_expiry) {
+    fail("redsync_options.restart_guard_window = {} ms: must be in 0..{} ms (0 = the longest expiry in use)",
+         options.restart_guard_window.count(), max_expiry.count());
+  }
 }
 
 void check_mutex_options(std::string_view name, const mutex_options& options) {

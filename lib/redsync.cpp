@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -47,6 +48,9 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
       throw config_error(fmt::format("new_multi_mutex: name \"{}\" is given twice", n));
   }
   engine_->note_expiry(options.expiry);
+  // One lock whatever order the names come in: {a, b} and {b, a} must take
+  // the same keys, lines and connection in the same order.
+  std::sort(names.begin(), names.end());
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
 }
 

@@ -11,26 +11,32 @@ namespace {
 // All scripts take the lock's names as KEYS (one for a plain lock, several
 // for a multi-name lock) and are all-or-nothing on a node.
 
+// Every lock script takes the lock's names as KEYS (one for a plain lock,
+// several for a multi-name lock, always in sorted order) and is
+// all-or-nothing on a node. Per-name keys follow the names in the same order.
+
 // Compare-and-delete: only our value is ever deleted. The three-way answer
-// lets unlock tell "expired" (0) from "taken" (-1). The last KEY is the
-// lock's waiting line: if somebody waits, the next in line is announced on
-// the lock's release channel so it can try at once instead of sleeping.
+// lets unlock tell "expired" (0) from "taken" (-1).
+// KEYS = names (n), their waiting lines (n); ARGV = value, then the release
+// channel of each name (n). For every name we deleted whose line has a
+// waiter, the head of that line is announced on that name's channel so it
+// can try at once instead of sleeping out its retry delay.
 constexpr std::string_view release_source = R"lua(
-local n = #KEYS - 1
+local n = #KEYS / 2
 local mine, foreign = {}, 0
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v == ARGV[1] then
-    mine[#mine + 1] = KEYS[i]
+    mine[#mine + 1] = i
   elseif v then
     foreign = foreign + 1
   end
 end
-if #mine > 0 then
-  redis.call('DEL', unpack(mine))
-  local next_in_line = redis.call('ZRANGE', KEYS[n + 1], 0, 0)[1]
+for _, i in ipairs(mine) do
+  redis.call('DEL', KEYS[i])
+  local next_in_line = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
   if next_in_line then
-    redis.call('PUBLISH', ARGV[2], next_in_line)
+    redis.call('PUBLISH', ARGV[1 + i], next_in_line)
   end
 end
 if foreign > 0 then
@@ -85,20 +91,22 @@ end
 return 1
 )lua";
 
-// SET NX and the fencing counter in one atomic step: the token a node hands
-// out is tied to the SET that won there.
-// KEYS = names..., fencing counter, waiting line (zset), leases (hash).
+// SET NX on every name and the node's fencing counter in one atomic step.
+// KEYS = names (n), the node record, waiting lines (n), leases (n).
 // ARGV = value, expiry ms, arrival (score), lease ms, "1" to wait in line.
-// The lock goes to the head of the line (the oldest waiter whose lease has
-// not run out), or to anyone when nobody waits. Every node orders the line by
-// the same client-given arrival, so nodes agree on the head and two waiters
-// do not split the votes. A waiter refreshes its lease on every attempt; a
-// waiter that vanished drops out when its lease runs out.
-// Returns the token (>= 1), or -2 (busy; caller is first in line), -1
-// (busy; others are ahead), or nil (busy; not waiting).
+// The lock goes to a caller that is at the head of every name's line (the
+// oldest waiter whose lease has not run out), or to anyone on names where
+// nobody waits. Every node orders a line by the same client-given arrival,
+// so nodes agree on the head and two waiters do not split the votes. A
+// waiter refreshes its lease on every attempt; one that vanished drops out
+// when its lease runs out.
+// Where we won: {token, the record's run, ms since the record was stamped
+// for that run (-1: never)}; the client decides from these whether the
+// node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
+// every line), -1 (busy; others are ahead), or nil (busy; not waiting).
 constexpr std::string_view acquire_source = R"lua(
-local n = #KEYS - 3
-local line, leases = KEYS[n + 2], KEYS[n + 3]
+local n = (#KEYS - 1) / 3
+local record = KEYS[n + 1]
 local value = ARGV[1]
 local now = nil
 local function clock()
@@ -108,76 +116,133 @@ local function clock()
   end
   return now
 end
-local head = nil
-if redis.call('EXISTS', line) == 1 then
-  while true do
-    local first = redis.call('ZRANGE', line, 0, 0)[1]
-    if not first then
-      break
+local free, queued = true, {}
+for i = 1, n do
+  local line, leases = KEYS[n + 1 + i], KEYS[2 * n + 1 + i]
+  if redis.call('EXISTS', line) == 1 then
+    queued[i] = true
+    while true do
+      local first = redis.call('ZRANGE', line, 0, 0)[1]
+      if not first then
+        break
+      end
+      if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
+        if first ~= value then
+          free = false
+        end
+        break
+      end
+      redis.call('ZREM', line, first)
+      redis.call('HDEL', leases, first)
     end
-    if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
-      head = first
-      break
-    end
-    redis.call('ZREM', line, first)
-    redis.call('HDEL', leases, first)
   end
 end
-if head == nil or head == value then
-  local won = true
+if free then
   if n == 1 then
-    won = redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+    free = redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
   else
     for i = 1, n do
       if redis.call('EXISTS', KEYS[i]) == 1 then
-        won = false
+        free = false
         break
       end
     end
-    if won then
+    if free then
       for i = 1, n do
         redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
       end
     end
   end
-  if won then
-    if head then
-      redis.call('ZREM', line, value)
-      redis.call('HDEL', leases, value)
+end
+if free then
+  for i = 1, n do
+    if queued[i] and redis.call('ZREM', KEYS[n + 1 + i], value) == 1 then
+      redis.call('HDEL', KEYS[2 * n + 1 + i], value)
     end
-    return redis.call('INCR', KEYS[n + 1])
   end
+  local token = redis.call('HINCRBY', record, 'fence', 1)
+  local stamp = redis.call('HMGET', record, 'run', 'since')
+  local age = -1
+  if stamp[2] then
+    age = clock() - tonumber(stamp[2])
+  end
+  return {token, stamp[1] or '', age}
 end
 if ARGV[5] ~= '1' then
   return false
 end
 local lease = tonumber(ARGV[4])
-redis.call('ZADD', line, 'NX', ARGV[3], value)
-redis.call('HSET', leases, value, clock() + lease)
-redis.call('PEXPIRE', line, 2 * lease)
-redis.call('PEXPIRE', leases, 2 * lease)
-if redis.call('ZRANGE', line, 0, 0)[1] == value then
+local first_everywhere = true
+for i = 1, n do
+  local line, leases = KEYS[n + 1 + i], KEYS[2 * n + 1 + i]
+  redis.call('ZADD', line, 'NX', ARGV[3], value)
+  redis.call('HSET', leases, value, clock() + lease)
+  redis.call('PEXPIRE', line, 2 * lease)
+  redis.call('PEXPIRE', leases, 2 * lease)
+  if redis.call('ZRANGE', line, 0, 0)[1] ~= value then
+    first_everywhere = false
+  end
+end
+if first_everywhere then
   return -2
 end
 return -1
 )lua";
 
-// A waiter that gives up leaves the line. KEYS = line, leases; ARGV = value.
+// A waiter that gives up leaves the lines. KEYS = lines (n), leases (n);
+// ARGV = value.
 constexpr std::string_view leave_source = R"lua(
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+local n = #KEYS / 2
+for i = 1, n do
+  redis.call('ZREM', KEYS[i], ARGV[1])
+  redis.call('HDEL', KEYS[n + i], ARGV[1])
+end
 return 1
 )lua";
 
+// Fencing write-back. KEYS = first name, node record; ARGV = value, token.
 constexpr std::string_view fence_source = R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local c = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
   if c < tonumber(ARGV[2]) then
-    redis.call('SET', KEYS[2], ARGV[2])
+    redis.call('HSET', KEYS[2], 'fence', ARGV[2])
   end
   return 1
 end
 return 0
+)lua";
+
+// Reads the node record for the repair: {fence, run, since, server now ms},
+// missing fields as ''. ARGV[1], when not empty, is stored as the record's
+// `pending` mark (see record_stamp).
+constexpr std::string_view record_read_source = R"lua(
+local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since')
+if ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[1], 'pending', ARGV[1])
+end
+local t = redis.call('TIME')
+return {r[1] or '', r[2] or '', r[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))}
+)lua";
+
+// Repairs a node record. KEYS = node record; ARGV = counter floor, run_id,
+// mark. Only if the record still carries the `pending` mark set by an
+// earlier read (so it lost nothing since): raises the counter to at least
+// the floor and, unless already stamped for this run, stamps it (run, and
+// since = now). Returns 1 if applied, 0 if the mark was gone.
+constexpr std::string_view record_stamp_source = R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'fence', 'run', 'pending')
+if cur[3] ~= ARGV[3] then
+  return 0
+end
+if tonumber(cur[1] or '0') < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'fence', ARGV[1])
+end
+if cur[2] ~= ARGV[2] then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'run', ARGV[2], 'since', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+redis.call('HDEL', KEYS[1], 'pending')
+return 1
 )lua";
 
 // A script with its SHA1, computed once per script.
@@ -211,8 +276,12 @@ const lua_script& fence_script() {
   return cached_script<fence_source>();
 }
 
-std::string fence_key(std::string_view name) {
-  return std::string(name) + ":redsync-fence";
+const lua_script& record_read_script() {
+  return cached_script<record_read_source>();
+}
+
+const lua_script& record_stamp_script() {
+  return cached_script<record_stamp_source>();
 }
 
 const lua_script& check_script() {

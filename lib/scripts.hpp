@@ -19,33 +19,50 @@ struct lua_script {
   std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
 };
 
-// Every script but the fence write-back takes all of a lock's names as KEYS
-// (several for a multi-name lock) and is all-or-nothing on a node.
+// Every lock script takes all of a lock's names as KEYS (several, sorted,
+// for a multi-name lock) and is all-or-nothing on a node; per-name keys
+// (waiting lines, leases) follow in the same order.
 
-// Acquisition with a fencing counter and a fair waiting line.
-// KEYS = the names, the fencing counter, the waiting line, the leases;
+// The one record each node keeps for redsync (a hash, never expiring, one
+// key however many names are locked): `fence`, the node's fencing counter,
+// shared by every name; `run`, the server run_id the record was last
+// verified for; `since`, when it was (server ms). See node_trust.hpp.
+inline constexpr std::string_view record_key = "redsync:node";
+
+// Acquisition with the fencing counter and a fair waiting line per name.
+// KEYS = names (n), record, lines (n), leases (n);
 // ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line.
-// Returns the token (>= 1) where SET NX won on every name; else -2 (busy,
-// first in line), -1 (busy, others ahead) or nil (busy, not waiting).
+// Where SET NX won on every name: {token, record run ('' if none), ms since
+// the record was stamped (-1 if never)}; else -2 (busy, first in every
+// line), -1 (busy, others ahead) or nil (busy, not waiting).
 const lua_script& acquire_script();
 
-// Leaving the waiting line. KEYS = line, leases; ARGV = value.
+// Leaving the waiting lines. KEYS = lines (n), leases (n); ARGV = value.
 const lua_script& leave_script();
 
-// Fencing write-back. KEYS[1] = name, KEYS[2] = counter, ARGV[1] = value,
-// ARGV[2] = token. Only where the key still holds our value, raises the
-// counter to at least the token. Returns 1 if the value was ours, else 0.
+// Fencing write-back. KEYS = first name, record; ARGV = value, token. Only
+// where the name still holds our value, raises the record's counter to at
+// least the token. Returns 1 if the value was ours, else 0.
 const lua_script& fence_script();
 
-// Keys and channel derived from a lock's (first) name.
-std::string fence_key(std::string_view name);
+// KEYS = record; ARGV = mark or ''. Returns {fence, run, since, server now
+// ms} as strings, '' for a missing field; a non-empty mark is stored as the
+// record's `pending` field.
+const lua_script& record_read_script();
+// KEYS = record; ARGV = counter floor, run_id, mark. Only while the record
+// still carries `pending` = mark: raises the counter to at least the floor,
+// stamps run (and since = now) unless already stamped for that run, and
+// clears the mark. Returns 1 if applied, 0 if the mark was gone.
+const lua_script& record_stamp_script();
+
+// Keys and channel derived from one lock name.
 std::string line_key(std::string_view name);
 std::string lease_key(std::string_view name);
 std::string release_channel(std::string_view name);
 
-// KEYS = the names, then the waiting line; ARGV = value, release channel.
-// Deletes the names holding our value and, if anyone waits, publishes the
-// next in line's value on the release channel.
+// KEYS = names (n), lines (n); ARGV = value, release channel of each name.
+// Deletes the names holding our value and, for each of them whose line has
+// a waiter, publishes the head of that line on the name's channel.
 // Returns -1 if any name holds another value (left alone), else 1 if
 // something of ours was deleted, else 0 (all missing).
 const lua_script& release_script();

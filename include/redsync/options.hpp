@@ -67,14 +67,23 @@ struct redsync_options {
   /// external loop, blocking calls must not be made from the loop's thread
   /// (they return `errc::would_deadlock`); use the `*_async` calls there.
   uv_loop_s* loop = nullptr;
-  /// Guard against restarted nodes (the Redis spec's delayed restart, done by
-  /// the client). Default true. Each new connection reads `INFO server`; a
-  /// node that started less than the longest expiry of this `Redsync`'s
-  /// mutexes ago (low uptime, or a new run_id) may have lost keys it held,
-  /// so its "yes" does not count towards an acquisition's quorum until then
-  /// (`node_status::excluded`, with the reason). Note that a freshly started
-  /// cluster therefore grants no lock for that long.
+  /// Guard against restarted, replaced or emptied nodes (the Redis spec's
+  /// delayed restart, done by the clients). Default true. Each node keeps a
+  /// record stamped with its server's run_id when a client first verified
+  /// it; a node whose record does not name its current run_id (restart,
+  /// replacement, data loss, or a brand-new node) may have lost lock keys, so
+  /// its "yes" does not count (`node_status::excluded`, with the reason) until
+  /// its record has been repaired and stamped and `restart_guard_window` has
+  /// passed since the stamp. With the guard off only the window is skipped:
+  /// a node still votes only once its record (the fencing counter) is
+  /// verified. Note that a fresh cluster therefore grants no lock until the
+  /// window has passed after the first client met it.
   bool restart_guard = true;
+  /// How long a newly stamped node is kept out of every quorum. Must be at
+  /// least the longest expiry *any* client of these nodes uses (another
+  /// process with a longer expiry is not covered otherwise). Default 0 = the
+  /// longest expiry among this `Redsync`'s mutexes. >= 0.
+  std::chrono::milliseconds restart_guard_window = 0ms;
 };
 
 // Every field has a default member initializer, so designated initializers

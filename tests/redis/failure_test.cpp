@@ -17,6 +17,7 @@
 using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
+using redsync::test::prime_records;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
 using redsync::test::unique_name;
@@ -41,6 +42,7 @@ redsync::mutex_options quick(redsync::mutex_options o = {}) {
 TEST_SUITE("failure") {
   TEST_CASE("lock succeeds with 2 of 5 nodes killed") {
     cluster c(5);
+    prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
     c[1].kill();
     c[3].kill();
@@ -56,6 +58,7 @@ TEST_SUITE("failure") {
 
   TEST_CASE("lock fails with 3 of 5 nodes killed and leaves no key on the live nodes") {
     cluster c(5);
+    prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
     c[0].kill();
     c[2].kill();
@@ -240,9 +243,9 @@ TEST_SUITE("failure") {
     cluster c(5);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("fence-wrongtype");
-    // On three nodes the acquire script's SET succeeds and its INCR of the
-    // counter fails: those nodes answer an error, yet hold our value.
-    for (std::size_t i : {0, 1, 2}) redis_client(c[i]).command({"RPUSH", name + ":redsync-fence", "x"});
+    // On three nodes the acquire script's SET succeeds and its increment of
+    // the counter fails: those nodes answer an error, yet hold our value.
+    for (std::size_t i : {0, 1, 2}) redis_client(c[i]).command({"RPUSH", "redsync:node", "x"});
     auto m = rs.new_mutex(name, quick({.expiry = 20s, .tries = 2}));
     auto r = m.lock(redsync::context{});
     CHECK(r.error == redsync::errc::no_quorum);
@@ -256,6 +259,7 @@ TEST_SUITE("failure") {
     redis_server secured({.password = "s3cret"});
     const auto name = unique_name("auth");
 
+    prime_records(c.uris());  // the fifth node never answers, so a brand-new cluster could not start
     auto uris = c.uris();
     uris.push_back("redis://127.0.0.1:" + std::to_string(secured.port()));
     {

@@ -23,6 +23,7 @@
 using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
+using redsync::test::prime_records;
 using redsync::test::redis_client;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
@@ -164,16 +165,17 @@ TEST_SUITE("holding") {
 
   TEST_CASE("a token higher on one node is written back to a quorum, so it survives losing that node") {
     cluster c(5);
+    prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("writeback");
-    redis_client(c[0]).command({"SET", name + ":redsync-fence", "1000"});
+    redis_client(c[0]).command({"HSET", "redsync:node", "fence", "1000"});
     auto first = rs.new_mutex(name);
     REQUIRE(first.lock(redsync::context{}).ok());
     CHECK(first.token().value == 1001);
     int raised = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {
-      const auto v = redis_client(c[i]).get(name + ":redsync-fence");
-      if (v && std::stoll(*v) >= 1001) ++raised;
+      const auto v = redis_client(c[i]).command({"HGET", "redsync:node", "fence"});
+      if (v.type == redis_client::reply::kind::string && std::stoll(v.str) >= 1001) ++raised;
     }
     CHECK(raised >= 3);
     REQUIRE(first.unlock(redsync::context{}).ok());
@@ -283,6 +285,7 @@ TEST_SUITE("holding") {
       "a restarted node's vote does not count: a second client cannot win with it while the lock is held") {
     cluster c(5);
     const auto name = unique_name("restart-guard");
+    prime_records(c.uris());
     // Holder A gets the lock from nodes 0, 1, 2 only: 3 and 4 are down.
     redsync::Redsync holder(c.uris(), fresh_nodes());
     c[3].kill();

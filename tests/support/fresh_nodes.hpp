@@ -1,17 +1,35 @@
 #pragma once
 
 // The harness starts its redis-servers moments before a test locks. The
-// restart guard (on by default) rightly keeps a node that started less than
-// the longest expiry ago out of every quorum, so tests that are not about
-// the guard turn it off.
+// restart guard (on by default) rightly keeps a node whose record was
+// stamped less than the longest expiry ago out of every quorum, so tests
+// that are not about the guard turn it off.
+//
+// Brand-new nodes also have no redsync record yet, and the fencing counters
+// of a brand-new cluster can only be set up while every node answers (see
+// lib/node_trust.hpp). A test that takes nodes down before its first lock
+// primes the records first, as a deployment's first client would.
 
-#include <redsync/options.hpp>
+#include <redsync/redsync.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace redsync::test {
 
 inline redsync::redsync_options fresh_nodes(redsync::redsync_options o = {}) {
   o.restart_guard = false;
   return o;
+}
+
+/// Locks and unlocks once with every node up, which stamps every node's record.
+inline void prime_records(const std::vector<std::string>& uris) {
+  redsync::Redsync rs(uris, fresh_nodes());
+  auto m = rs.new_mutex("redsync-test:prime", {.tries = 3});
+  auto r = m.lock(redsync::context::timeout(std::chrono::seconds(5)));
+  if (!r) throw std::runtime_error("prime_records: " + r.describe());
+  (void)m.unlock(redsync::context::timeout(std::chrono::seconds(5)));
 }
 
 }  // namespace redsync::test
