@@ -231,8 +231,14 @@ class operation final : public loop_task,
     keys.insert(keys.end(), st_->line_keys.begin(), st_->line_keys.end());
     keys.insert(keys.end(), st_->lease_keys.begin(), st_->lease_keys.end());
     const std::string lease_ms = std::to_string(lease.count());
-    st_->acquire_call = make_script_call(
-        acquire_script(), keys, {value_, st_->expiry_ms, arrival_, lease_ms, waits_in_line_ ? "1" : "0"});
+    // A head of line is given one command timeout plus the longest default
+    // retry delay to take a lock that became free: enough for a live waiter
+    // (woken at once, or retrying after a missed wake-up), short next to a
+    // lease when it is gone.
+    const std::string claim_ms = std::to_string(duration_cast<milliseconds>(st_->timeout).count() + 250);
+    st_->acquire_call = make_script_call(acquire_script(), keys,
+                                         {value_, st_->expiry_ms, arrival_, lease_ms,
+                                          waits_in_line_ && reaches_quorum_ ? "1" : "0", claim_ms});
     // Only once this Redsync has looked at every node's record (the first
     // acquisition waits for that look; later ones go at once).
     waiting_for_survey_ = true;
@@ -242,7 +248,7 @@ class operation final : public loop_task,
   void send_attempt() {
     waiting_for_survey_ = false;
     if (finished_) return;
-    if (waits_in_line_) joined_line_ = true;
+    if (waits_in_line_ && reaches_quorum_) joined_line_ = true;
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec;
@@ -261,24 +267,39 @@ class operation final : public loop_task,
     if (finished_) return;  // abandoned: the release already went out
     last_ = std::move(t);
     first_in_line_ = false;
+    std::size_t reached = 0;
     for (std::size_t i = 0; i < last_.nodes.size(); ++i) {
-      if (last_.nodes[i].status == node_status::taken && last_.integers[i] == -2) first_in_line_ = true;
+      const auto status = last_.nodes[i].status;
+      if (status == node_status::taken && last_.integers[i] == -2) first_in_line_ = true;
+      if (status != node_status::timeout && status != node_status::unreachable &&
+          status != node_status::not_awaited)
+        ++reached;
     }
+    // A waiter that cannot reach a quorum cannot use a place in the line,
+    // and holding one on the few nodes it reaches would deny the lock to
+    // healthy clients: it leaves the lines until an attempt reaches a quorum
+    // again (then it rejoins with its first arrival, so keeps its rank).
+    const bool reaches = reached >= eng_.quorum();
+    if (waits_in_line_ && !reaches && joined_line_) leave_line(false);
+    reaches_quorum_ = reaches;
     if (last_.ok < eng_.quorum()) {
       return release_failed_attempt(acquire_failure(last_, eng_.size(), eng_.quorum()));
     }
-    // Fencing token. Each node where our SET won answered its counter after
-    // INCR; the token is the maximum T over them. Claim: every later holder
-    // of this name gets a token > T, as long as a majority of nodes keep
-    // their data.
-    // Proof: before we report success, a quorum Q1 of nodes has counter >= T
-    // (either they answered T, or the write-back below raised them to T while
-    // the key still held our value there). A later holder wins on a quorum
-    // Q2; Q1 and Q2 intersect in some node x. On x, our SET (and write-back)
-    // ran before the later holder's SET NX could succeed, since our key had
-    // to be gone first; counters only grow, so its INCR on x yields > T, and
-    // its token, a maximum that includes x, is > T. The common case (a
-    // quorum already answered T) needs no second round trip.
+    // Fencing token. Each node where our SET won answered its counter (one
+    // per node, shared by all names) after incrementing it; the token is the
+    // maximum T over them. Claim: every later holder of this name gets a
+    // token > T, as long as the nodes that lost data since are a minority.
+    // Proof without data loss: before we report success, a quorum Q1 of
+    // nodes has counter >= T (either they answered T, or the write-back
+    // below raised them to T while the key still held our value there). A
+    // later holder wins on a quorum Q2 of nodes whose votes count; Q1 and Q2
+    // meet in some node x. On x, our SET (and write-back) ran before the
+    // later holder's SET NX could succeed, since our key had to be gone
+    // first; counters only grow, so its increment on x yields > T, and its
+    // token, a maximum that includes x, is > T. With data loss, x may have
+    // lost its counter: node_trust.hpp shows that such a node votes again
+    // only once repaired to >= T. The common case (a quorum already answered
+    // T) needs no second round trip.
     std::int64_t token = 0;
     for (std::size_t i = 0; i < eng_.size(); ++i)
       if (last_.nodes[i].status == node_status::ok) token = std::max<std::int64_t>(token, last_.integers[i]);
@@ -593,6 +614,7 @@ class operation final : public loop_task,
   bool looked_after_subscribing_ = false;
   bool woken_ = false;
   bool waiting_for_survey_ = false;
+  bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
   std::string arrival_;
   errc failure_ = errc::no_quorum;
   clock::time_point attempt_start_{};

@@ -156,21 +156,23 @@ void node_trust::start_look() {
   for (std::size_t i = 0; i < n; ++i) {
     const bool mark = nodes_[i].mark.empty();
     auto call = mark ? marking : plain;
-    send_script(eng_.node(i), 0, *call, timeout_, [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
-      if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
-      const reply& v = r.value;
-      if (r.status == transport_status::ok && v.type == reply::kind::array && v.elements.size() == 4) {
-        l->answered[i] = true;
-        l->marked[i] = mark;
-        l->run_id[i] = nodes_[i].run_id;
-        l->fence[i] = to_int(v.elements[0].str);
-        l->record_run[i] = v.elements[1].str;
-      }
-      if (--l->left == 0) {
-        looking_ = false;
-        on_look(*l);
-      }
-    });
+    send_script(
+        eng_.node(i), 0, *call, timeout_,
+        [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
+          if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
+          const reply& v = r.value;
+          if (r.status == transport_status::ok && v.type == reply::kind::array && v.elements.size() == 4) {
+            l->answered[i] = true;
+            l->marked[i] = mark;
+            l->run_id[i] = nodes_[i].run_id;
+            l->fence[i] = to_int(v.elements[0].str);
+            l->record_run[i] = v.elements[1].str;
+          }
+          if (--l->left == 0) {
+            looking_ = false;
+            on_look(*l);
+          }
+        });
   }
 }
 
@@ -225,10 +227,11 @@ void node_trust::on_look(const look& l) {
     auto call = std::make_shared<script_call>(
         make_script_call(record_stamp_script(), {key}, {floor, l.run_id[i], nd.mark}));
     nd.mark.clear();
-    send_script(eng_.node(i), 0, *call, timeout_, [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
-      if (alive.expired()) return;
-      if (--stamps_in_flight_ == 0) settle();
-    });
+    send_script(eng_.node(i), 0, *call, timeout_,
+                [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
+                  if (alive.expired()) return;
+                  if (--stamps_in_flight_ == 0) settle();
+                });
   }
   if (stamps_in_flight_ == 0) settle();
 }

@@ -89,11 +89,11 @@ class node_trust {
 
  private:
   struct node {
-    std::string run_id;   // from the last handshake's INFO; empty if unknown
-    std::string problem;  // why this node cannot be verified at all, if so
-    std::string mark;     // our mark on the node, left while it was unverified
-    std::string mark_run; // its run_id then
-    std::string blocked;  // why the last look could not repair it, if so
+    std::string run_id;    // from the last handshake's INFO; empty if unknown
+    std::string problem;   // why this node cannot be verified at all, if so
+    std::string mark;      // our mark on the node, left while it was unverified
+    std::string mark_run;  // its run_id then
+    std::string blocked;   // why the last look could not repair it, if so
   };
   struct look;
 

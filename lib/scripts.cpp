@@ -93,13 +93,16 @@ return 1
 
 // SET NX on every name and the node's fencing counter in one atomic step.
 // KEYS = names (n), the node record, waiting lines (n), leases (n).
-// ARGV = value, expiry ms, arrival (score), lease ms, "1" to wait in line.
+// ARGV = value, expiry ms, arrival (score), lease ms, "1" to wait in line,
+// claim window ms.
 // The lock goes to a caller that is at the head of every name's line (the
 // oldest waiter whose lease has not run out), or to anyone on names where
 // nobody waits. Every node orders a line by the same client-given arrival,
 // so nodes agree on the head and two waiters do not split the votes. A
 // waiter refreshes its lease on every attempt; one that vanished drops out
-// when its lease runs out.
+// when its lease runs out. A head that leaves the lock free for longer than
+// the claim window (it crashed, or cannot reach the nodes) loses its place,
+// so a free lock is not held up for a whole lease.
 // Where we won: {token, the record's run, ms since the record was stamped
 // for that run (-1: never)}; the client decides from these whether the
 // node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
@@ -116,24 +119,62 @@ local function clock()
   end
   return now
 end
-local free, queued = true, {}
-for i = 1, n do
+-- The oldest waiter of line i whose lease has not run out (expired ones go).
+local function live_head(i)
   local line, leases = KEYS[n + 1 + i], KEYS[2 * n + 1 + i]
-  if redis.call('EXISTS', line) == 1 then
+  while true do
+    local first = redis.call('ZRANGE', line, 0, 0)[1]
+    if not first then
+      return nil
+    end
+    if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
+      return first
+    end
+    redis.call('ZREM', line, first)
+    redis.call('HDEL', leases, first)
+  end
+end
+local free, queued, blocked = true, {}, {}
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[n + 1 + i]) == 1 then
     queued[i] = true
-    while true do
-      local first = redis.call('ZRANGE', line, 0, 0)[1]
-      if not first then
-        break
-      end
-      if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
-        if first ~= value then
+    local head = live_head(i)
+    if head and head ~= value then
+      free = false
+      blocked[#blocked + 1] = i
+    end
+  end
+end
+if not free then
+  local held = false
+  for i = 1, n do
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      held = true
+      break
+    end
+  end
+  if not held then
+    -- The lock is free, yet a head has not taken it. Since when ("\0free"
+    -- in the leases) tells a head on its way from one that is gone.
+    free = true
+    for _, i in ipairs(blocked) do
+      local leases = KEYS[2 * n + 1 + i]
+      local since = redis.call('HGET', leases, '\0free')
+      if not since then
+        redis.call('HSET', leases, '\0free', clock())
+        free = false
+      elseif clock() - tonumber(since) < tonumber(ARGV[6]) then
+        free = false
+      else
+        local head = live_head(i)
+        redis.call('ZREM', KEYS[n + 1 + i], head)
+        redis.call('HDEL', leases, head)
+        redis.call('HSET', leases, '\0free', clock())
+        local next_head = live_head(i)
+        if next_head and next_head ~= value then
           free = false
         end
-        break
       end
-      redis.call('ZREM', line, first)
-      redis.call('HDEL', leases, first)
     end
   end
 end
@@ -156,8 +197,9 @@ if free then
 end
 if free then
   for i = 1, n do
-    if queued[i] and redis.call('ZREM', KEYS[n + 1 + i], value) == 1 then
-      redis.call('HDEL', KEYS[2 * n + 1 + i], value)
+    if queued[i] then
+      redis.call('ZREM', KEYS[n + 1 + i], value)
+      redis.call('HDEL', KEYS[2 * n + 1 + i], value, '\0free')
     end
   end
   local token = redis.call('HINCRBY', record, 'fence', 1)

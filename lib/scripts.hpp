@@ -31,7 +31,9 @@ inline constexpr std::string_view record_key = "redsync:node";
 
 // Acquisition with the fencing counter and a fair waiting line per name.
 // KEYS = names (n), record, lines (n), leases (n);
-// ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line.
+// ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line,
+// claim window ms (a head of line that leaves the lock free that long loses
+// its place).
 // Where SET NX won on every name: {token, record run ('' if none), ms since
 // the record was stamped (-1 if never)}; else -2 (busy, first in every
 // line), -1 (busy, others ahead) or nil (busy, not waiting).

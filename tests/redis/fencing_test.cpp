@@ -1,0 +1,293 @@
+// Fencing tokens and the restart guard under the failures that broke them:
+// a node restarted empty or from a stale snapshot, a node replaced by another
+// long-running server, many distinct names, and multi-name locks.
+
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <future>
+#include <string>
+#include <thread>
+
+using namespace std::chrono_literals;
+using redsync::test::cluster;
+using redsync::test::fresh_nodes;
+using redsync::test::prime_records;
+using redsync::test::redis_client;
+using redsync::test::redis_server;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Another holder's key on node i, for as long as the test runs.
+void occupy(redis_server& node, const std::string& name) {
+  redis_client(node).command({"SET", name, "someone-else", "PX", "60000"});
+}
+
+void vacate(redis_server& node, const std::string& name) {
+  redis_client(node).command({"DEL", name});
+}
+
+redsync::mutex_options quick(redsync::mutex_options o = {}) {
+  o.retry_delay = [](int) { return 20ms; };
+  return o;
+}
+
+// The Redsync of a long-running client: guard on, with a short expiry so
+// the guard window is short too. Its records were stamped by
+// prime_records(), so it waits out that window once.
+redsync::Redsync guarded_client(const std::vector<std::string>& uris) {
+  return redsync::Redsync(uris, redsync::redsync_options{.restart_guard = true});
+}
+
+void wait_for_votes(redsync::Redsync& rs, std::chrono::milliseconds expiry) {
+  auto probe = rs.new_mutex(unique_name("probe"), {.expiry = expiry, .tries = 1});
+  REQUIRE(wait_until(
+      [&] {
+        auto r = probe.lock(redsync::context{});
+        if (r) (void)probe.unlock(redsync::context{});
+        return r.ok() && r.nodes_with(redsync::node_status::excluded).empty();
+      },
+      10s));
+}
+
+}  // namespace
+
+TEST_SUITE("fencing") {
+  TEST_CASE("a token is above every earlier one after a node of the earlier quorum restarted empty") {
+    // The scenario of the safety review: the earlier lock is won on nodes
+    // 0, 1, 2 (3 and 4 are held by others, their counters stay behind), node
+    // 2 restarts empty, and the next lock is won on 2, 3, 4.
+    cluster c(5);
+    prime_records(c.uris());
+    const auto name = unique_name("fence-restart");
+    auto rs = guarded_client(c.uris());
+    wait_for_votes(rs, 300ms);
+
+    occupy(c[3], name);
+    occupy(c[4], name);
+    auto first = rs.new_mutex(name, quick({.expiry = 300ms, .tries = 1}));
+    auto r1 = first.lock(redsync::context{});
+    REQUIRE_MESSAGE(r1.ok(), r1.describe());
+    const auto t = first.token().value;
+    REQUIRE(first.unlock(redsync::context{}).ok());
+    vacate(c[3], name);
+    vacate(c[4], name);
+
+    c[2].restart();  // forgets its counter
+    // Wait until node 2 votes again, with a probe that cannot win on 3 and 4
+    // (so their counters stay behind, as in the review's scenario).
+    const auto probe_name = unique_name("probe");
+    occupy(c[3], probe_name);
+    occupy(c[4], probe_name);
+    auto probe = rs.new_mutex(probe_name, {.expiry = 300ms, .tries = 1});
+    REQUIRE(wait_until(
+        [&] {
+          auto r = probe.lock(redsync::context{});
+          if (r) (void)probe.unlock(redsync::context{});
+          return r.ok() && r.nodes[2].status == redsync::node_status::ok;
+        },
+        10s));
+
+    occupy(c[0], name);
+    occupy(c[1], name);
+    auto second = rs.new_mutex(name, {.expiry = 300ms, .tries = 1});
+    auto r2 = second.lock(redsync::context{});  // won on 2, 3, 4 at the first attempt
+    REQUIRE_MESSAGE(r2.ok(), r2.describe());
+    CHECK(r2.nodes[2].status == redsync::node_status::ok);
+    CHECK(second.token().value > t);
+  }
+
+  TEST_CASE("a token is above every earlier one after a node came back from a stale snapshot") {
+    cluster c(5);
+    prime_records(c.uris());
+    const auto name = unique_name("fence-snapshot");
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    auto m = rs.new_mutex(name, quick({.expiry = 2s}));
+    REQUIRE(m.lock(redsync::context{}).ok());
+    REQUIRE(m.unlock(redsync::context{}).ok());
+    // Node 2 saves a snapshot now, then serves ten more locks.
+    REQUIRE(redis_client(c[2]).command({"SAVE"}).str == "OK");
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(m.lock(redsync::context{}).ok());
+      REQUIRE(m.unlock(redsync::context{}).ok());
+    }
+    occupy(c[3], name);
+    occupy(c[4], name);
+    REQUIRE(m.lock(redsync::context{}).ok());  // won on 0, 1, 2
+    const auto t = m.token().value;
+    REQUIRE(m.unlock(redsync::context{}).ok());
+    vacate(c[3], name);
+    vacate(c[4], name);
+
+    c[2].restart();  // loads the old snapshot: its counter is ten locks behind
+    REQUIRE(redis_client(c[2]).command({"HGET", "redsync:node", "fence"}).type ==
+            redis_client::reply::kind::string);
+    occupy(c[0], name);
+    occupy(c[1], name);
+    auto next = rs.new_mutex(name, quick({.expiry = 2s, .tries = 100}));
+    auto r = next.lock(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK(next.token().value > t);
+  }
+
+  TEST_CASE("locking many distinct names leaves no key per name once they are released") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    for (int i = 0; i < 150; ++i) {
+      auto m = rs.new_mutex(unique_name("order"));
+      REQUIRE(m.lock(redsync::context{}).ok());
+      REQUIRE(m.unlock(redsync::context{}).ok());
+    }
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      redis_client client(c[i]);
+      CHECK(client.dbsize() == 1);
+      CHECK(client.exists("redsync:node"));
+    }
+  }
+
+  TEST_CASE("a multi-name lock's token is above every earlier token of each of its names") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto a = unique_name("multi-a");
+    const auto b = unique_name("multi-b");
+    std::uint64_t highest = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto m = rs.new_mutex(b);
+      REQUIRE(m.lock(redsync::context{}).ok());
+      highest = std::max(highest, m.token().value);
+      REQUIRE(m.unlock(redsync::context{}).ok());
+    }
+    auto both = rs.new_multi_mutex({a, b});
+    REQUIRE(both.lock(redsync::context{}).ok());
+    CHECK(both.token().value > highest);
+    REQUIRE(both.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("{a, b} and {b, a} are the same lock and share the waiting lines") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto a = unique_name("order-a");
+    const auto b = unique_name("order-b");
+    auto holder = rs.new_multi_mutex({a, b});
+    auto waiter = rs.new_multi_mutex({b, a});
+    CHECK(holder.names() == waiter.names());
+    REQUIRE(holder.lock(redsync::context{}).ok());
+
+    auto waited = std::async(std::launch::async, [&] { return waiter.lock(redsync::context::timeout(10s)); });
+    // The waiter stands in the line of both names.
+    REQUIRE(wait_until(
+        [&] {
+          redis_client client(c[0]);
+          return client.command({"ZCARD", a + ":redsync-line"}).integer == 1 &&
+                 client.command({"ZCARD", b + ":redsync-line"}).integer == 1;
+        },
+        5s));
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    // A newcomer in the other order does not jump the line.
+    auto newcomer = rs.new_multi_mutex({a, b}, {.tries = 1});
+    auto r = newcomer.try_lock(redsync::context{});
+    CHECK_FALSE(r.ok());
+    CHECK(waited.get().ok());
+    CHECK(waiter.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("releasing a multi-name lock wakes the waiters of every name, not only the first") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto a = unique_name("wake-a");
+    const auto b = unique_name("wake-b");
+    auto holder = rs.new_multi_mutex({a, b});
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    // Without a wake-up this waiter would sleep 10 s between attempts.
+    auto waiter = rs.new_mutex(b, {.tries = 3, .retry_delay = [](int) { return 10s; }});
+    auto waited = std::async(std::launch::async, [&] { return waiter.lock(redsync::context::timeout(30s)); });
+    // In line and subscribed to b's release channel on every node.
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i) {
+            auto n = redis_client(c[i]).command({"PUBSUB", "NUMSUB", "redsync:release:" + b});
+            if (n.elements.size() != 2 || n.elements[1].integer < 1) return false;
+          }
+          return redis_client(c[0]).command({"ZCARD", b + ":redsync-line"}).integer == 1;
+        },
+        5s));
+    const auto released_at = clock_type::now();
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    REQUIRE(waited.wait_for(5s) == std::future_status::ready);
+    CHECK(waited.get().ok());
+    CHECK(clock_type::now() - released_at < 5s);
+    CHECK(waiter.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("a node replaced by another long-running server does not vote while the lock is held") {
+    cluster c(5);
+    prime_records(c.uris());
+    // The replacement: a server that has been up longer than the guard
+    // window, with its own run_id and no keys.
+    redis_server replacement;
+    const auto name = unique_name("replaced");
+    // The holder's own guard window is short, so it can lock soon after the
+    // records were stamped; what matters is the second client's.
+    redsync::Redsync holder_rs(c.uris(), {.restart_guard = true, .restart_guard_window = 1s});
+    wait_for_votes(holder_rs, 1s);
+    occupy(c[3], name);
+    occupy(c[4], name);
+    auto holder = holder_rs.new_mutex(name, {.expiry = 5s, .tries = 1});
+    REQUIRE(holder.lock(redsync::context{}).ok());  // on nodes 0, 1, 2
+    vacate(c[3], name);
+    vacate(c[4], name);
+    // A client that met node 2 before the replacement.
+    auto known_rs = guarded_client(c.uris());
+    wait_for_votes(known_rs, 1s);
+    REQUIRE(wait_until(
+        [&] { return std::stoi(redis_client(replacement).info_field("server", "uptime_in_seconds")) >= 2; },
+        5s));
+
+    const int port = c[2].port();
+    c[2].kill();
+    REQUIRE(redis_client(replacement).command({"CONFIG", "SET", "port", std::to_string(port)}).str == "OK");
+    REQUIRE(holder.held());
+
+    SUBCASE("a client that met the old server") {
+      auto b = known_rs.new_mutex(name, {.expiry = 1s, .tries = 1});
+      auto r = b.lock(redsync::context{});
+      CHECK_FALSE(r.ok());
+      CHECK(r.nodes[2].status == redsync::node_status::excluded);
+    }
+    SUBCASE("a client that never met the old server") {
+      auto new_rs = guarded_client(c.uris());
+      auto b = new_rs.new_mutex(name, {.expiry = 1s, .tries = 1});
+      auto r = b.lock(redsync::context{});
+      CHECK_FALSE(r.ok());
+      CHECK(r.nodes[2].status == redsync::node_status::excluded);
+    }
+    CHECK(holder.held());
+  }
+
+  TEST_CASE("the restart guard window can be set longer than this client's own expiries") {
+    cluster c(3);
+    prime_records(c.uris());
+    redsync::Redsync rs(c.uris(), {.restart_guard = true, .restart_guard_window = 1500ms});
+    auto m = rs.new_mutex(unique_name("window"), quick({.expiry = 200ms, .tries = 1}));
+    const auto started = clock_type::now();
+    auto r = m.lock(redsync::context{});
+    // Stamped by prime_records() moments ago: a 200 ms expiry alone would
+    // let the nodes vote by now, the 1.5 s window does not.
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.nodes_with(redsync::node_status::excluded).size() == 3);
+    CHECK(r.nodes[0].message.find("guard window (1500 ms)") != std::string::npos);
+    REQUIRE(wait_until([&] { return m.try_lock(redsync::context{}).ok(); }, 5s));
+    CHECK(clock_type::now() - started >= 1000ms);
+  }
+}
