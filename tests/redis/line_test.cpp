@@ -1,0 +1,140 @@
+// The fair waiting line under the failures that used to stall it: a head of
+// the line that crashed, waiters cut off from the majority, and a client
+// whose clock is behind the others'.
+
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <string>
+
+using namespace std::chrono_literals;
+using redsync::test::cluster;
+using redsync::test::fresh_nodes;
+using redsync::test::prime_records;
+using redsync::test::redis_client;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+long long server_ms(redis_client& client) {
+  auto t = client.command({"TIME"});
+  return std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+}
+
+// Puts `who` in the line of `name` on every node with the given arrival
+// (µs) and a lease of `lease`, as a waiter that then vanished would leave it.
+void stand_in_line(cluster& c, const std::string& name, const std::string& who, long long arrival,
+                   std::chrono::milliseconds lease) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    redis_client client(c[i]);
+    const auto until = server_ms(client) + lease.count();
+    client.command({"ZADD", name + ":redsync-line", std::to_string(arrival), who});
+    client.command({"HSET", name + ":redsync-leases", who, std::to_string(until)});
+    client.command({"PEXPIRE", name + ":redsync-line", std::to_string(2 * lease.count())});
+    client.command({"PEXPIRE", name + ":redsync-leases", std::to_string(2 * lease.count())});
+  }
+}
+
+long long wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TEST_SUITE("line") {
+  TEST_CASE("a crashed head of the line holds up a free lock for the claim window, not for its lease") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("crashed-head");
+    // A waiter that retried every 30 s took a 61 s lease, then crashed.
+    stand_in_line(c, name, "crashed-waiter", wall_us(), 61s);
+    auto m = rs.new_mutex(name);
+    auto first = m.try_lock(redsync::context{});
+    CHECK(first.busy());  // a live head would be on its way: it gets a moment
+    const auto t0 = clock_type::now();
+    REQUIRE(wait_until([&] { return m.try_lock(redsync::context{}).ok(); }, 5s));
+    CHECK(clock_type::now() - t0 < 5s);
+    CHECK_FALSE(redis_client(c[0]).command({"ZSCORE", name + ":redsync-line", "crashed-waiter"}).type ==
+                redis_client::reply::kind::string);
+    CHECK(m.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("waiters cut off from the majority do not deny a healthy client its quorum") {
+    cluster c(5);
+    prime_records(c.uris());
+    const auto name = unique_name("cut-off");
+    const std::string nowhere = "redis://127.0.0.1:1";  // nothing listens: refused at once
+    auto u = c.uris();
+    // B reaches only nodes 0 and 1, C only node 2; both wait for the lock.
+    redsync::Redsync healthy(u, fresh_nodes());
+    redsync::Redsync cut_b({u[0], u[1], nowhere, nowhere, nowhere}, fresh_nodes());
+    redsync::Redsync cut_c({nowhere, nowhere, u[2], nowhere, nowhere}, fresh_nodes());
+    auto holder = healthy.new_mutex(name, {.expiry = 10s});
+    REQUIRE(holder.lock(redsync::context{}).ok());
+
+    const auto every_50ms = [](int) { return 50ms; };
+    auto b = cut_b.new_mutex(name, {.tries = 1000, .retry_delay = every_50ms});
+    auto cm = cut_c.new_mutex(name, {.tries = 1000, .retry_delay = every_50ms});
+    std::stop_source stop;
+    auto b_done = std::async(std::launch::async,
+                             [&] { return b.lock(redsync::context::timeout(10s).with(stop.get_token())); });
+    auto c_done = std::async(std::launch::async,
+                             [&] { return cm.lock(redsync::context::timeout(10s).with(stop.get_token())); });
+    // Both have made several attempts by now.
+    redis_client n0(c[0]), n2(c[2]);
+    n0.reset_stats();
+    n2.reset_stats();
+    REQUIRE(wait_until([&] { return n0.calls("evalsha") >= 4 && n2.calls("evalsha") >= 4; }, 5s));
+    CHECK(n0.command({"ZCARD", name + ":redsync-line"}).integer == 0);
+    CHECK(n2.command({"ZCARD", name + ":redsync-line"}).integer == 0);
+
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    auto a = healthy.new_mutex(name, {.tries = 10, .retry_delay = every_50ms});
+    auto r = a.lock(redsync::context::timeout(5s));
+    CHECK_MESSAGE(r.ok(), r.describe());
+    stop.request_stop();
+    CHECK_FALSE(b_done.get().ok());
+    CHECK_FALSE(c_done.get().ok());
+    if (r) CHECK(a.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("a client whose clock is behind goes ahead of earlier waiters; absent, it costs them the claim window") {
+    // The line is ordered by each waiter's wall-clock arrival (the same
+    // number on every node, so nodes agree on the head). A client whose
+    // clock is 5 s behind is ranked as if it had come 5 s earlier: this is
+    // the documented limit of the line's fairness. Mutual exclusion and
+    // fencing do not depend on the line.
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("skew");
+    auto holder = rs.new_mutex(name, {.expiry = 10s});
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    auto waiter = rs.new_mutex(name, {.tries = 100, .retry_delay = [](int) { return 50ms; }});
+    auto waited = std::async(std::launch::async, [&] { return waiter.lock(redsync::context::timeout(10s)); });
+    REQUIRE(wait_until([&] { return redis_client(c[0]).command({"ZCARD", name + ":redsync-line"}).integer == 1; },
+                       5s));
+    // What a client with a slow clock writes when it joins now.
+    stand_in_line(c, name, "slow-clock-client", wall_us() - 5'000'000, 30s);
+    CHECK(redis_client(c[0]).command({"ZRANGE", name + ":redsync-line", "0", "0"}).elements.at(0).str ==
+          "slow-clock-client");
+    const auto released = clock_type::now();
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    REQUIRE(waited.wait_for(5s) == std::future_status::ready);
+    CHECK(waited.get().ok());
+    // It was served only once the absent head's claim window had passed.
+    CHECK(clock_type::now() - released >= 300ms);
+    CHECK(waiter.unlock(redsync::context{}).ok());
+  }
+}
