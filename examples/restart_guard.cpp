@@ -1,8 +1,10 @@
 // The restart guard at work: one try_lock, then each node's part of the
-// outcome. On nodes that started less than the lock's expiry ago (a fresh
-// testbed, or `scripts/testbed restart 3`), the node's "yes" is reported as
-// excluded, with the reason, and does not count towards the quorum: such a
-// node may have lost the keys of a lock someone still holds.
+// outcome. A node whose record is not yet verified for its current server
+// run (a fresh testbed, or `scripts/testbed restart 3`) is repaired, and
+// then kept out for the guard window (the lock's expiry): its "yes" is
+// reported as excluded, with the reason, and does not count towards the
+// quorum, since such a node may have lost the keys of a lock someone still
+// holds.
 //
 //   scripts/testbed up && build/examples/restart_guard   # excluded at first
 //   sleep 8 && build/examples/restart_guard              # counted again

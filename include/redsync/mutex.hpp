@@ -23,7 +23,8 @@ namespace detail {
 struct mutex_state;
 }
 
-/// A number that strictly increases with each successive holder of a name.
+/// A number that strictly increases with each successive holder of a name
+/// (see `Mutex::token()` for the exact assumption).
 /// A distinct type so it is never confused with a lock value.
 struct fencing_token {
   std::uint64_t value = 0;
@@ -118,7 +119,8 @@ class REDSYNC_API Mutex {
 
   // -- state (local, no network) --------------------------------------------
 
-  /// The lock's name (the Redis key); the first name of a multi-name lock.
+  /// The lock's name (the Redis key); the first (in sorted order) of a
+  /// multi-name lock.
   const std::string& name() const noexcept;
   /// All names of the lock (one unless made by `new_multi_mutex`).
   const std::vector<std::string>& names() const noexcept;
@@ -138,10 +140,11 @@ class REDSYNC_API Mutex {
   /// fresh token.
   std::stop_token lost_token() const;
   /// The fencing token of the current acquisition: strictly greater than the
-  /// token of every earlier holder of this name (as long as a majority of
-  /// nodes keep their data). Pass it to the protected resource, which must
-  /// reject a token lower than the highest it has seen. 0 before the first
-  /// acquisition.
+  /// token of every earlier holder of this name (of each name, for a
+  /// multi-name lock), as long as the nodes that lost data since that earlier
+  /// token was granted are a minority. Pass it to the protected resource,
+  /// which must reject a token lower than or equal to the highest it has
+  /// seen. 0 before the first acquisition.
   fencing_token token() const;
 
  private:

@@ -52,9 +52,12 @@ class REDSYNC_API Redsync {
   Mutex new_mutex(std::string name, mutex_options options = {});
   /// A mutex over several names at once (as node-redlock's multi-resource
   /// locks): on each node all names are taken, extended and released
-  /// together by one script call, or none are. The fencing token comes from
-  /// the first name's counter. Throws `config_error` for an empty list, an
-  /// empty or duplicate name, or a bad option.
+  /// together by one script call, or none are. The names are sorted, so
+  /// `{"a", "b"}` and `{"b", "a"}` are the same lock; a waiter stands in the
+  /// waiting line of every name, and a release wakes the waiters of every
+  /// name. The fencing token is above every earlier token of each name.
+  /// Throws `config_error` for an empty list, an empty or duplicate name, or
+  /// a bad option.
   Mutex new_multi_mutex(std::vector<std::string> names, mutex_options options = {});
 
   /// Number of nodes, N.

@@ -105,6 +105,13 @@ TEST_CASE("reconnect backoff needs 0 < min <= max") {
                        config_error);
 }
 
+TEST_CASE("the restart guard window must not be negative; 0 means the longest expiry in use") {
+  CHECK_NOTHROW(check_redsync_options({.restart_guard_window = 0ms}));
+  CHECK_NOTHROW(check_redsync_options({.restart_guard_window = 60s}));
+  CHECK_THROWS_WITH_AS(check_redsync_options({.restart_guard_window = -1ms}),
+                       doctest::Contains("redsync_options.restart_guard_window = -1 ms"), config_error);
+}
+
 // ---- mutex_options
 // ------------------------------------------------------------
 
