@@ -110,7 +110,9 @@ TEST_SUITE("line") {
     if (r) CHECK(a.unlock(redsync::context{}).ok());
   }
 
-  TEST_CASE("a client whose clock is behind goes ahead of earlier waiters; absent, it costs them the claim window") {
+  TEST_CASE(
+      "a client whose clock is behind goes ahead of earlier waiters; absent, it costs them the claim "
+      "window") {
     // The line is ordered by each waiter's wall-clock arrival (the same
     // number on every node, so nodes agree on the head). A client whose
     // clock is 5 s behind is ranked as if it had come 5 s earlier: this is
@@ -123,8 +125,11 @@ TEST_SUITE("line") {
     REQUIRE(holder.lock(redsync::context{}).ok());
     auto waiter = rs.new_mutex(name, {.tries = 100, .retry_delay = [](int) { return 50ms; }});
     auto waited = std::async(std::launch::async, [&] { return waiter.lock(redsync::context::timeout(10s)); });
-    REQUIRE(wait_until([&] { return redis_client(c[0]).command({"ZCARD", name + ":redsync-line"}).integer == 1; },
-                       5s));
+    REQUIRE(wait_until(
+        [&] {
+          return redis_client(c[0]).command({"ZCARD", name + ":redsync-line"}).integer == 1;
+        },
+        5s));
     // What a client with a slow clock writes when it joins now.
     stand_in_line(c, name, "slow-clock-client", wall_us() - 5'000'000, 30s);
     CHECK(redis_client(c[0]).command({"ZRANGE", name + ":redsync-line", "0", "0"}).elements.at(0).str ==
