@@ -17,7 +17,12 @@ server_error classify_server_error(std::string_view m) noexcept {
   if (word == "WRONGPASS" || m.find("invalid password") != std::string_view::npos ||
       m.find("invalid username-password") != std::string_view::npos)
     return server_error::wrongpass;
-  if (word == "NOPERM") return server_error::noperm;
+  // Inside a script, Redis 7.0 words an ACL refusal as "ERR The user
+  // executing the script can't ..." and 7.2 / Valkey as "ERR ACL failure in
+  // script: ...".
+  if (word == "NOPERM" || m.find("The user executing the script can't") != std::string_view::npos ||
+      m.find("ACL failure in script") != std::string_view::npos)
+    return server_error::noperm;
   if (word == "OOM") return server_error::oom;
   if (word == "READONLY") return server_error::readonly;
   if (word == "LOADING") return server_error::loading;

@@ -43,10 +43,11 @@ std::string short_id(std::string_view run_id) {
 // One look at every node's record. Answers arrive in any order; the look is
 // complete when every node answered or failed.
 struct node_trust::look {
-  std::string mark;
+  std::string new_mark;  // for nodes that have none
   std::size_t left = 0;
   std::vector<bool> answered;
-  std::vector<bool> marked;         // this look left its mark on the node
+  std::vector<bool> marked;         // this look asked for a mark on the node
+  std::vector<std::string> mark;    // the node's mark as read
   std::vector<std::string> run_id;  // the node's run_id when it answered
   std::vector<std::string> record_run;
   std::vector<std::int64_t> fence;
@@ -140,18 +141,19 @@ void node_trust::start_look() {
   look_again_ = false;
   const std::size_t n = nodes_.size();
   auto l = std::make_shared<look>();
-  l->mark = random_value();
+  l->new_mark = random_value();
   l->left = n;
   l->answered.assign(n, false);
   l->marked.assign(n, false);
   l->run_id.resize(n);
   l->record_run.resize(n);
+  l->mark.resize(n);
   l->fence.assign(n, 0);
   const std::string key(record_key);
-  // A node that already carries our mark from an earlier look is read
-  // without marking it again: the repair needs that older mark intact.
+  // A node seen unverified in an earlier look is read without asking for a
+  // mark: the repair goes by the mark it read then.
   auto marking = std::make_shared<script_call>(
-      make_script_call(record_read_script(), {key}, {std::string_view(l->mark)}));
+      make_script_call(record_read_script(), {key}, {std::string_view(l->new_mark)}));
   auto plain = std::make_shared<script_call>(make_script_call(record_read_script(), {key}, {""}));
   for (std::size_t i = 0; i < n; ++i) {
     const bool mark = nodes_[i].mark.empty();
@@ -161,12 +163,13 @@ void node_trust::start_look() {
         [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
           if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
           const reply& v = r.value;
-          if (r.status == transport_status::ok && v.type == reply::kind::array && v.elements.size() == 4) {
+          if (r.status == transport_status::ok && v.type == reply::kind::array && v.elements.size() == 5) {
             l->answered[i] = true;
             l->marked[i] = mark;
             l->run_id[i] = nodes_[i].run_id;
             l->fence[i] = to_int(v.elements[0].str);
             l->record_run[i] = v.elements[1].str;
+            l->mark[i] = v.elements[4].str;
           }
           if (--l->left == 0) {
             looking_ = false;
@@ -201,14 +204,14 @@ void node_trust::on_look(const look& l) {
     if (!unverified[i] || l.run_id[i].empty()) continue;
     node& nd = nodes_[i];
     if (l.marked[i]) {
-      // Seen unverified and marked now: the next look reads every node after
-      // this mark, and may then repair it.
-      nd.mark = l.mark;
+      // Seen unverified (and marked) now: the next look reads every node
+      // after this, and may then repair it.
+      nd.mark = l.mark[i];
       nd.mark_run = l.run_id[i];
       look_again_ = true;
       continue;
     }
-    if (nd.mark_run != l.run_id[i]) {  // restarted since we marked it
+    if (nd.mark_run != l.run_id[i] || nd.mark != l.mark[i]) {  // restarted or flushed since
       nd.mark.clear();
       look_again_ = true;
       continue;

@@ -15,13 +15,14 @@
 // never saw the node before) sees the same time.
 //
 // The repair of a node x, in three steps: (1) a look reads every node's
-// record and leaves a random mark on each; (2) once that look is complete, a
+// record, and the mark in x's record (a random value set by the first look
+// that found none; a flush wipes it); (2) once that look is complete, a
 // second look reads every node again; (3) x, if unverified in both looks
-// under the same run_id, is raised to the maximum M of the counters read in
-// (2) and stamped, by a script that applies only while x still carries the
-// mark of (1). Step (3) is allowed only when in (2) either at least a quorum
-// of nodes other than x answered with a verified record, or every node
-// answered.
+// under the same run_id and with the same mark, is raised to the maximum M
+// of the counters read in (2) and stamped, by a script that applies only
+// while x still carries that mark. Step (3) is allowed only when in (2)
+// either at least a quorum of nodes other than x answered with a verified
+// record, or every node answered.
 //
 // Claim: once a token T was granted, every later grant of any name yields a
 // token > T, as long as the nodes that lost data since T was granted are a
@@ -32,7 +33,7 @@
 // nodes, which meets Q1 in some node x. If x lost nothing since T, its
 // counter is >= T and its increment gives > T. Otherwise x lost data after
 // T and was repaired since. A loss wipes the mark or changes the run_id, so
-// the loss came before the mark of (1), and the reads of (2), issued after
+// x's last loss came before (1) read it, and the reads of (2), issued after
 // (1) completed, came after T was granted. In case "every node answered",
 // those reads include Q1 \ L, so M >= T. In case "a quorum of verified nodes
 // other than x", those nodes meet Q1; each such node lost nothing since T,

@@ -254,23 +254,26 @@ end
 return 0
 )lua";
 
-// Reads the node record for the repair: {fence, run, since, server now ms},
-// missing fields as ''. ARGV[1], when not empty, is stored as the record's
-// `pending` mark (see record_stamp).
+// Reads the node record for the repair: {fence, run, since, server now ms,
+// mark}, missing fields as ''. The mark (the record's `pending` field) is
+// set to ARGV[1] if the record has none and ARGV[1] is not empty. Any mark
+// will do for the repair: what matters is that a flush wipes it.
 constexpr std::string_view record_read_source = R"lua(
-local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since')
-if ARGV[1] ~= '' then
+local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since', 'pending')
+local mark = r[4]
+if not mark and ARGV[1] ~= '' then
   redis.call('HSET', KEYS[1], 'pending', ARGV[1])
+  mark = ARGV[1]
 end
 local t = redis.call('TIME')
-return {r[1] or '', r[2] or '', r[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))}
+return {r[1] or '', r[2] or '', r[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), mark or ''}
 )lua";
 
 // Repairs a node record. KEYS = node record; ARGV = counter floor, run_id,
-// mark. Only if the record still carries the `pending` mark set by an
-// earlier read (so it lost nothing since): raises the counter to at least
-// the floor and, unless already stamped for this run, stamps it (run, and
-// since = now). Returns 1 if applied, 0 if the mark was gone.
+// mark. Only if the record still carries the mark read earlier (so it was
+// not flushed since): raises the counter to at least the floor and, unless
+// already stamped for this run, stamps it (run, and since = now). Returns 1
+// if applied, 0 if the mark was gone.
 constexpr std::string_view record_stamp_source = R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'fence', 'run', 'pending')
 if cur[3] ~= ARGV[3] then
@@ -283,7 +286,6 @@ if cur[2] ~= ARGV[2] then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'run', ARGV[2], 'since', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
-redis.call('HDEL', KEYS[1], 'pending')
 return 1
 )lua";
 

@@ -48,13 +48,13 @@ const lua_script& leave_script();
 const lua_script& fence_script();
 
 // KEYS = record; ARGV = mark or ''. Returns {fence, run, since, server now
-// ms} as strings, '' for a missing field; a non-empty mark is stored as the
-// record's `pending` field.
+// ms, mark} as strings, '' for a missing field; a record without a mark
+// (`pending` field) gets ARGV's, if not empty.
 const lua_script& record_read_script();
 // KEYS = record; ARGV = counter floor, run_id, mark. Only while the record
-// still carries `pending` = mark: raises the counter to at least the floor,
-// stamps run (and since = now) unless already stamped for that run, and
-// clears the mark. Returns 1 if applied, 0 if the mark was gone.
+// still carries that mark: raises the counter to at least the floor and
+// stamps run (and since = now) unless already stamped for that run.
+// Returns 1 if applied, 0 if the mark was gone.
 const lua_script& record_stamp_script();
 
 // Keys and channel derived from one lock name.
