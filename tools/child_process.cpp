@@ -93,6 +93,8 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
   };
   // fork, not posix_spawn: the supervisor must set PR_SET_PDEATHSIG and its
   // process group before the command starts, which no spawn attribute does.
+  // PR_SET_PDEATHSIG fires when the forking *thread* exits: this is the main
+  // thread, which lives as long as the tool.
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(report[0]);

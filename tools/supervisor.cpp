@@ -121,7 +121,8 @@ void report(int fd, report_kind kind, int value) noexcept {
   report(plan.report_fd, report_kind::started, command);
   // The command has its copies; holding the tool's sockets, or a pipe's
   // write end some reader waits on, would only delay their closing.
-  ::close_range(0, static_cast<unsigned>(plan.report_fd) - 1, 0);
+  // (The report pipe is fd 0 when the tool was started with stdin closed.)
+  if (plan.report_fd > 0) ::close_range(0, static_cast<unsigned>(plan.report_fd) - 1, 0);
   ::close_range(static_cast<unsigned>(plan.report_fd) + 1, UINT_MAX, 0);
 
   bool command_done = false;
