@@ -1,13 +1,15 @@
 #include "child_process.hpp"
 
 #include "exit_status.hpp"
+#include "supervisor.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -19,19 +21,45 @@ bool has_name(const char* entry, const std::string& name) {
   return std::strncmp(entry, name.c_str(), name.size()) == 0 && entry[name.size()] == '=';
 }
 
-// posix_spawn attributes and file actions as RAII owners.
-struct spawn_attr {
-  posix_spawnattr_t attr{};
-  spawn_attr() { posix_spawnattr_init(&attr); }
-  ~spawn_attr() { posix_spawnattr_destroy(&attr); }
-  spawn_attr(const spawn_attr&) = delete;
-  spawn_attr& operator=(const spawn_attr&) = delete;
-};
+// The paths execvp would try, in order: searching PATH allocates, which the
+// forked supervisor may not do. An empty PATH entry means the current
+// directory; without PATH, glibc's default.
+std::vector<std::string> exec_candidates(const std::string& file) {
+  if (file.find('/') != std::string::npos) return {file};
+  const char* env = std::getenv("PATH");
+  const std::string path = env != nullptr ? env : "/bin:/usr/bin";
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t colon = path.find(':', start);
+    const std::string dir =
+        path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    out.push_back(dir.empty() ? file : dir + "/" + file);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
+}
+
+bool read_report(int fd, supervisor_report& r) {
+  ssize_t n;
+  do {
+    n = ::read(fd, &r, sizeof r);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof r);
+}
+
+void reap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
 
 }  // namespace
 
 std::pair<std::optional<child_process>, int> child_process::spawn(
-    const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& extra_env) {
+    const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& extra_env,
+    const spawn_options& options) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -47,25 +75,57 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
   for (auto& a : added) env.push_back(a.data());
   env.push_back(nullptr);
 
-  // The tool blocks the signals it handles through a signalfd; the command
-  // must start with the ordinary (empty) mask. Dispositions are left alone,
-  // so a signal ignored by whoever started the tool (nohup) stays ignored.
-  spawn_attr sa;
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&sa.attr, &empty);
-  posix_spawnattr_setflags(&sa.attr, POSIX_SPAWN_SETSIGMASK);
+  const std::vector<std::string> candidates = exec_candidates(argv.at(0));
+  std::vector<const char*> candidate_ptrs;
+  for (const auto& c : candidates) candidate_ptrs.push_back(c.c_str());
+  candidate_ptrs.push_back(nullptr);
 
-  pid_t pid = -1;
-  // glibc's posix_spawnp reports exec failures (ENOENT, EACCES) as its
-  // return value, so a missing command never looks like a started one.
-  const int rc = posix_spawnp(&pid, args[0], nullptr, &sa.attr, args.data(), env.data());
-  if (rc != 0) return {std::nullopt, rc};
-  return {child_process(pid), 0};
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return {std::nullopt, errno};
+  const supervisor_plan plan{
+      .argv = args.data(),
+      .envp = env.data(),
+      .candidates = candidate_ptrs.data(),
+      .tool = ::getpid(),
+      .report_fd = report[1],
+      .kill_grace_ms = static_cast<long>(options.kill_grace.count()),
+      .take_terminal = options.take_terminal,
+  };
+  // fork, not posix_spawn: the supervisor must set PR_SET_PDEATHSIG and its
+  // process group before the command starts, which no spawn attribute does.
+  // PR_SET_PDEATHSIG fires when the forking *thread* exits: this is the main
+  // thread, which lives as long as the tool.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(report[0]);
+    run_supervisor(plan);
+  }
+  const int fork_errno = errno;
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    return {std::nullopt, fork_errno};
+  }
+  // The supervisor does this too; doing it here as well means the group exists
+  // before the tool can signal it, whichever process runs first.
+  ::setpgid(pid, pid);
+
+  supervisor_report first;
+  if (!read_report(report[0], first) || first.kind != report_kind::started) {
+    const int err = first.kind == report_kind::exec_failed ? first.value : ECHILD;
+    reap(pid);
+    ::close(report[0]);
+    return {std::nullopt, err};
+  }
+  return {child_process(pid, report[0], options.take_terminal), 0};
+}
+
+child_process::~child_process() {
+  if (report_fd_ >= 0) ::close(report_fd_);
 }
 
 void child_process::signal(int sig) const noexcept {
-  if (pid_ > 0 && !status_) ::kill(pid_, sig);
+  if (pid_ > 0 && !status_) ::kill(-pid_, sig);
 }
 
 bool child_process::try_wait() noexcept {
@@ -75,8 +135,15 @@ bool child_process::try_wait() noexcept {
   do {
     r = ::waitpid(pid_, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
-  if (r == pid_) status_ = status;
-  return status_.has_value();
+  if (r != pid_) return false;
+  // The supervisor reported the command's status before exiting, unless it
+  // was killed first (SIGKILL to the group after --kill-grace).
+  supervisor_report last;
+  status_ = read_report(report_fd_, last) && last.kind == report_kind::exited ? last.value : status;
+  // The group is gone; the terminal returns to the tool's group, which the
+  // shell waits on. SIGTTOU is blocked, so a background tool may do this.
+  if (take_terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  return true;
 }
 
 int child_process::shell_status() const noexcept {

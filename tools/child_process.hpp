@@ -1,9 +1,11 @@
-// The command run under the lock: spawned with posix_spawnp, signalled and
-// reaped by pid only.
+// The command run under the lock, seen from the tool: started through a
+// supervisor process (see supervisor.hpp) that leads the command's own
+// process group; signalled as a group, reaped through the supervisor.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,42 +13,62 @@
 
 namespace redsync::cli {
 
-/// A child process started by spawn(). Not copyable; the owner must reap it
-/// (try_wait) before destroying the object, which never kills or waits.
+/// How the command's process group is set up and torn down.
+struct spawn_options {
+  /// After SIGTERM to the group, this long before SIGKILL: when the command
+  /// exits leaving processes behind, or when the tool dies.
+  std::chrono::milliseconds kill_grace{5000};
+  /// Make the command's group the terminal's foreground group (and give the
+  /// terminal back once it is gone): only when stdin is a terminal whose
+  /// foreground group is the tool's.
+  bool take_terminal = false;
+};
+
+/// A command started by spawn(). Not copyable; the owner must reap it
+/// (try_wait) before destroying the object, which never kills or waits (if
+/// the tool exits first, the supervisor cleans up).
 class child_process {
  public:
   /// Starts argv[0] (searched on PATH when it has no '/') with the current
   /// environment plus `extra_env` (NAME, VALUE pairs that replace any existing
-  /// variable of that name). The child gets an empty signal mask and stays in
-  /// the caller's process group. Returns the errno of the failure when the
-  /// command cannot be started (ENOENT, EACCES, ...).
+  /// variable of that name), in a new process group. The command gets an
+  /// empty signal mask. Returns the errno of the failure when the command
+  /// cannot be started (ENOENT, EACCES, ...).
   static std::pair<std::optional<child_process>, int> spawn(
-      const std::vector<std::string>& argv,
-      const std::vector<std::pair<std::string, std::string>>& extra_env);
+      const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& extra_env,
+      const spawn_options& options);
 
   child_process(child_process&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), status_(other.status_) {}
+      : pid_(std::exchange(other.pid_, -1)),
+        report_fd_(std::exchange(other.report_fd_, -1)),
+        take_terminal_(other.take_terminal_),
+        status_(other.status_) {}
   child_process& operator=(child_process&&) = delete;
   child_process(const child_process&) = delete;
   child_process& operator=(const child_process&) = delete;
-  ~child_process() = default;
+  ~child_process();
 
-  pid_t pid() const noexcept { return pid_; }
-  /// True once try_wait() has reaped the child.
+  /// The supervisor's pid, which is also the process group id.
+  pid_t group() const noexcept { return pid_; }
+  /// True once try_wait() has reaped the supervisor: the command and every
+  /// process of its group that stayed in it have exited.
   bool exited() const noexcept { return status_.has_value(); }
-  /// Sends `sig` unless the child has already been reaped (its pid may then
-  /// belong to another process).
+  /// Sends `sig` to the command's process group unless it was reaped (the
+  /// group id could then belong to someone else).
   void signal(int sig) const noexcept;
-  /// Reaps the child if it has exited (WNOHANG); returns exited().
+  /// Reaps the supervisor if it has exited (WNOHANG); returns exited().
   bool try_wait() noexcept;
-  /// The child's exit status as a shell reports it: the exit code, or 128 +
+  /// The command's exit status as a shell reports it: the exit code, or 128 +
   /// the signal number when a signal killed it. Only after exited().
   int shell_status() const noexcept;
 
  private:
-  explicit child_process(pid_t pid) : pid_(pid) {}
+  child_process(pid_t pid, int report_fd, bool take_terminal)
+      : pid_(pid), report_fd_(report_fd), take_terminal_(take_terminal) {}
   pid_t pid_ = -1;
-  std::optional<int> status_;  // raw waitpid status
+  int report_fd_ = -1;
+  bool take_terminal_ = false;
+  std::optional<int> status_;  // the command's raw wait status, else the supervisor's
 };
 
 }  // namespace redsync::cli

@@ -64,18 +64,25 @@ Options:
   --no-restart-guard     count the votes of nodes that started less than
                          --ttl ago (only for throw-away test nodes; also
                          REDSYNC_RESTART_GUARD=0)
-  --kill-grace DURATION  after a lost lock, SIGKILL the command this long
-                         after SIGTERM; default 5s
+  --kill-grace DURATION  SIGKILL the command's group this long after
+                         SIGTERM (lost lock, leftovers); default 5s
   -q, --quiet            do not report a failure to acquire or to release
                          (lost locks and errors are always reported)
   -v, --verbose          report each node's outcome of acquire and release
   -h, --help             this help
 
-If the lock is lost while COMMAND runs, COMMAND gets SIGTERM (then SIGKILL
-after --kill-grace) and redsync exits with 79. SIGINT, SIGTERM and SIGHUP sent
-to redsync are forwarded to COMMAND (a terminal's Ctrl-C reaches both
-directly and is not forwarded again); the lock is released when COMMAND exits.
-While acquiring, any of them makes redsync give up and exit with 128+N.
+COMMAND runs in a process group of its own. If the lock is lost while it
+runs, the group gets SIGTERM (then SIGKILL after --kill-grace) and redsync
+exits with 79. Processes COMMAND leaves behind in its group get the same
+when it exits, before the lock is released; if redsync itself dies, even by
+SIGKILL, the group gets the same (Linux PR_SET_PDEATHSIG).
+
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and
+SIGCONT sent to redsync are forwarded to COMMAND's group; SIGPIPE, SIGTSTP,
+SIGTTIN and SIGTTOU are ignored. While acquiring, any forwarded one except
+SIGWINCH and SIGCONT makes redsync give up and exit with 128+N. From an
+interactive shell, COMMAND's group gets the terminal (foreground) while it
+runs; Ctrl-Z is not supported (a stopped COMMAND is resumed).
 
 Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable;
 70 internal error; 75 not acquired within --wait / --tries; 79 lock lost

@@ -7,14 +7,27 @@
 // The loop thread only stores an outcome and bumps an eventfd; the main
 // thread waits in poll() on that eventfd and on a signalfd.
 //
-// Signals and the process group: the command stays in the tool's process
-// group, so a terminal's Ctrl-C, Ctrl-\ or hangup reaches both directly. The
-// tool forwards SIGINT, SIGTERM and SIGHUP only when a process sent them
-// (kill(1), a supervisor, systemd): the signalfd tells the two apart by
-// si_code (SI_KERNEL for terminal-generated signals), so the command never
-// gets a terminal signal twice. A process that signals the whole group
-// (kill -TERM -PGID) does reach the command twice: once directly, once
-// forwarded; for SIGINT/SIGTERM/SIGHUP that is harmless in practice.
+// The process group: the command runs in its own group, led by a supervisor
+// process (supervisor.hpp), so that a lost lock, the command's exit and the
+// tool's death can each end everything the command started, not just the
+// command: a command's background processes must not keep working on a
+// resource after the tool reported the loss or released the lock.
+//
+// Signals: every signal in role_of() is read from a signalfd, whether a
+// process or the terminal sent it, and forwarded to the command's group (or
+// ignored; see wakeups.hpp). Nothing is delivered twice, since the command is
+// no longer in the tool's group.
+//
+// The terminal: a command in a background group that reads the terminal gets
+// SIGTTIN and stops. So when stdin is a terminal and the tool is in its
+// foreground group (run from an interactive shell), the command's group
+// becomes the foreground group for as long as it lives: it can read the
+// terminal, and Ctrl-C, Ctrl-\ and resizes reach it directly, as with any
+// command; the tool then never sees them. Otherwise (cron, systemd, pipes,
+// `&`) the group stays in the background and the tool forwards whatever it
+// gets. Job control is not supported: Ctrl-Z would leave the lock held by a
+// stopped command, so the supervisor resumes a command stopped by SIGTSTP and
+// the tool ignores SIGTSTP itself.
 
 #include "child_process.hpp"
 #include "commands.hpp"
@@ -28,6 +41,7 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -68,6 +82,12 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
     out += s;
   }
   return out;
+}
+
+// Run from an interactive shell: stdin is a terminal whose foreground
+// process group is the tool's.
+bool in_terminal_foreground() {
+  return ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
 }
 
 mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<loop_events>& ev) {
@@ -117,11 +137,13 @@ class lock_run {
     // Each acquisition has its own lost token; bump the eventfd when it stops.
     std::stop_callback on_lost_token(mutex_.lost_token(), [ev = ev_] { ev->wake.notify(); });
 
-    auto [child, err] =
-        child_process::spawn(cfg_.command, {{"REDSYNC_LOCK_NAME", cfg_.name},
-                                            {"REDSYNC_LOCK_VALUE", mutex_.value()},
-                                            {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
-                                            {"REDSYNC_NODES", join(cfg_.nodes, ",")}});
+    auto [child, err] = child_process::spawn(
+        cfg_.command,
+        {{"REDSYNC_LOCK_NAME", cfg_.name},
+         {"REDSYNC_LOCK_VALUE", mutex_.value()},
+         {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
+         {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
+        spawn_options{.kill_grace = cfg_.kill_grace, .take_terminal = in_terminal_foreground()});
     if (!child) {
       print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
       release();
@@ -171,7 +193,7 @@ class lock_run {
       const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
       if (ready.a) {
         while (auto s = signals_.read()) {
-          if (s->number == SIGCHLD || interrupted_by != 0) continue;
+          if (role_of(s->number) != signal_role::forward_or_interrupt || interrupted_by != 0) continue;
           interrupted_by = s->number;
           stop.request_stop();
         }
@@ -215,7 +237,8 @@ class lock_run {
       const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
       if (ready.a) {
         while (auto s = signals_.read()) {
-          if (s->number == SIGCHLD || s->from_terminal) continue;
+          const signal_role role = role_of(s->number);
+          if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
           child.signal(s->number);
           if (cfg_.verbose) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
         }
@@ -224,7 +247,9 @@ class lock_run {
       if (!lost && !child.try_wait() && lost_now()) {
         lost = true;
         child.signal(SIGTERM);
-        print_err(fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM", cfg_.name, lost_reason()));
+        print_err(
+            fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM to the command's process group",
+                        cfg_.name, lost_reason()));
         kill_at = steady_clock::now() + cfg_.kill_grace;
       }
       if (kill_at && steady_clock::now() >= *kill_at) {

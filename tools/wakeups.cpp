@@ -14,17 +14,30 @@
 namespace redsync::cli {
 namespace {
 
+constexpr int handled[] = {SIGCHLD, SIGINT,   SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
+                           SIGALRM, SIGWINCH, SIGCONT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
+
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGCHLD);
+  for (int sig : handled) sigaddset(&set, sig);
   return set;
 }
 
 }  // namespace
+
+signal_role role_of(int sig) noexcept {
+  switch (sig) {
+    case SIGCHLD: return signal_role::child;
+    case SIGWINCH:
+    case SIGCONT: return signal_role::forward;
+    case SIGPIPE:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU: return signal_role::ignore;
+    default: return signal_role::forward_or_interrupt;
+  }
+}
 
 signal_channel::signal_channel() {
   const sigset_t set = handled_signals();
@@ -46,10 +59,7 @@ std::optional<received_signal> signal_channel::read() const noexcept {
     n = ::read(fd_, &info, sizeof info);
   } while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof info)) return std::nullopt;
-  // Signals a terminal sends to its foreground process group (and hangup)
-  // come from the kernel: si_code is SI_KERNEL. kill(2) gives SI_USER,
-  // sigqueue(3) SI_QUEUE.
-  return received_signal{static_cast<int>(info.ssi_signo), info.ssi_code == SI_KERNEL};
+  return received_signal{static_cast<int>(info.ssi_signo)};
 }
 
 notifier::notifier() {

@@ -9,17 +9,30 @@
 
 namespace redsync::cli {
 
-/// A signal as received: its number and whether the kernel generated it for
-/// a terminal (Ctrl-C, Ctrl-\, hangup) rather than a process sending it.
+/// What the tool does with each signal it reads from the signal_channel.
+/// Every signal whose default action would kill or stop the tool is here:
+/// the tool must outlive its command to release the lock and report.
+enum class signal_role {
+  /// SIGCHLD: the supervisor may have exited.
+  child,
+  /// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM: forwarded to
+  /// the command's process group (the command decides whether to exit);
+  /// while acquiring, the tool gives up with 128+N instead.
+  forward_or_interrupt,
+  /// SIGWINCH, SIGCONT: forwarded; ignored while acquiring.
+  forward,
+  /// SIGPIPE (a closed stderr must not kill the tool; the write fails
+  /// instead), SIGTSTP, SIGTTIN, SIGTTOU (stopping the tool would stop the
+  /// lock's extension while the command may still run): ignored.
+  ignore,
+};
+signal_role role_of(int sig) noexcept;
+
+/// A signal as received.
 struct received_signal {
   int number = 0;
-  bool from_terminal = false;
 };
 
-/// SIGINT, SIGTERM, SIGHUP and SIGCHLD, delivered through a signalfd.
-/// Construct it before any thread starts: the signals are blocked in the
-/// calling thread, and threads created later inherit that mask, so none of
-/// them ever takes one of these signals asynchronously.
 class signal_channel {
  public:
   /// Throws std::system_error if the signalfd cannot be created.

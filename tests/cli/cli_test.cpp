@@ -77,9 +77,31 @@ std::string cli_path() {
   return p != nullptr ? p : "";
 }
 
+// Gone or a zombie: an orphan's zombie may linger when no init reaps it, and
+// a zombie runs nothing.
 bool process_gone(pid_t pid) {
-  return ::kill(pid, 0) == -1 && errno == ESRCH;
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
 }
+
+// The pid a command wrote to `path` (one line), once the line is complete.
+std::optional<pid_t> pid_in(const std::string& path) {
+  const std::string s = read_file(path).value_or("");
+  if (s.find('\n') == std::string::npos) return std::nullopt;
+  return static_cast<pid_t>(std::stoi(s));
+}
+
+// Kills what a failed test left running; a passing test leaves nothing.
+struct kill_leftovers {
+  std::vector<std::string> pid_files;
+  ~kill_leftovers() {
+    for (const auto& f : pid_files) {
+      if (auto pid = pid_in(f); pid && *pid > 1 && !process_gone(*pid)) ::kill(*pid, SIGKILL);
+    }
+  }
+};
 
 // Prints what the tool said when a check fails.
 std::string show(const cli_outcome& o) {
@@ -278,6 +300,86 @@ TEST_SUITE("cli") {
     CHECK(o.status == 3);
     CHECK(read_file(dir.file("got")) == "term\n");
     CHECK(nodes_holding(nodes, "cli-term") == 0);
+  }
+
+  TEST_CASE("cli: a lost lock terminates the command's background processes too, before the tool exits") {
+    cluster nodes(5);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("bgpid")}};
+    // The background writer ignores nothing: only a signal to the whole group
+    // stops it; the shell itself only waits.
+    cli_process p(
+        {"lock", "--ttl", "1s", "--kill-grace", "1s", nodes_arg(nodes), "cli-lost-group", "--", "sh", "-c",
+         "(for i in $(seq 400); do echo late >> late; sleep 0.05; done) & echo $! > bgpid; wait"},
+        dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("bgpid")).has_value(); }, 10s));
+    const pid_t background = *pid_in(dir.file("bgpid"));
+    REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-lost-group") == 5; }, 5s));
+
+    nodes[0].pause();
+    nodes[1].pause();
+    nodes[2].pause();
+    auto o = p.wait(15s);
+    nodes[0].resume();
+    nodes[1].resume();
+    nodes[2].resume();
+    INFO(show(o));
+    CHECK(o.status == lost_status);
+    CHECK(contains(o.err, "redsync: lock \"cli-lost-group\" lost while running: "));
+    // Gone by the time the tool exits: nothing writes "late" after the loss
+    // was reported.
+    CHECK(process_gone(background));
+  }
+
+  TEST_CASE("cli: background processes the command leaves behind do not outlive the tool") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("bgpid")}};
+    auto o = run_cli({"lock", "--kill-grace", "2s", nodes_arg(nodes), "cli-leftover", "--", "sh", "-c",
+                      "sleep 30 & echo $! > bgpid; exit 5"},
+                     dir.path());
+    INFO(show(o));
+    CHECK(o.status == 5);
+    REQUIRE(pid_in(dir.file("bgpid")).has_value());
+    CHECK(process_gone(*pid_in(dir.file("bgpid"))));
+    CHECK(nodes_holding(nodes, "cli-leftover") == 0);
+  }
+
+  TEST_CASE("cli: a SIGKILLed tool takes its command and the command's background processes with it") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid"), dir.file("bgpid")}};
+    cli_process p({"lock", "--kill-grace", "1s", nodes_arg(nodes), "cli-tool-killed", "--", "sh", "-c",
+                   "sleep 30 & echo $! > bgpid; echo $$ > pid; wait"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")) && pid_in(dir.file("bgpid")); }, 10s));
+    const pid_t command = *pid_in(dir.file("pid"));
+    const pid_t background = *pid_in(dir.file("bgpid"));
+    p.signal(SIGKILL);
+    auto o = p.wait(5s);
+    INFO(show(o));
+    REQUIRE(o.status == 128 + SIGKILL);
+    // Bounded by --kill-grace: the group gets SIGTERM first.
+    CHECK(wait_until([&] { return process_gone(command); }, 5s));
+    CHECK(wait_until([&] { return process_gone(background); }, 5s));
+  }
+
+  TEST_CASE("cli: SIGUSR1 to the tool is forwarded to the command instead of killing the tool") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid")}};
+    cli_process p({"lock", nodes_arg(nodes), "cli-usr1", "--", "sh", "-c",
+                   "trap 'echo usr1 > got; exit 4' USR1; echo $$ > pid; "
+                   "while :; do sleep 0.02; done"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 10s));
+    p.signal(SIGUSR1);
+    auto o = p.wait(10s);
+    INFO(show(o));
+    CHECK(o.status == 4);
+    CHECK(read_file(dir.file("got")) == "usr1\n");
+    CHECK(wait_until([&] { return process_gone(*pid_in(dir.file("pid"))); }, 5s));
+    CHECK(nodes_holding(nodes, "cli-usr1") == 0);
   }
 
   TEST_CASE("cli: SIGINT while waiting for a busy lock gives up with 128+SIGINT and runs nothing") {
