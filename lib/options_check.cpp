@@ -63,6 +63,9 @@ void check_redsync_options(const redsync_options& options) {
         "reconnect_backoff_min ({} ms)",
         options.reconnect_backoff_max.count(), options.reconnect_backoff_min.count());
   }
+  if (options.shutdown_timeout.count() < 0) {
+    fail("redsync_options.shutdown_timeout = {} ms: must not be negative", options.shutdown_timeout.count());
+  }
 }
 
 void check_mutex_options(std::string_view name, const mutex_options& options) {

@@ -75,6 +75,13 @@ struct redsync_options {
   /// (`node_status::excluded`, with the reason). Note that a freshly started
   /// cluster therefore grants no lock for that long.
   bool restart_guard = true;
+  /// How long destroying the `Redsync` may wait, >= 0. Default 2 s. Releases
+  /// still due at destruction (a `Mutex` destroyed while holding just
+  /// before its `Redsync`, an acquisition abandoned in flight) are sent and
+  /// their replies awaited for at most this long before the connections
+  /// close; a node that does not answer by then keeps the key until its
+  /// expiry. 0 = close at once (releases not yet written are dropped).
+  std::chrono::milliseconds shutdown_timeout = 2000ms;
 };
 
 // Every field has a default member initializer, so designated initializers
