@@ -119,7 +119,9 @@ TEST_SUITE("lifetime") {
     CHECK(message.find("shutdown_timeout = -1") != std::string::npos);
   }
 
-  TEST_CASE("after an unlock that misses its quorum, held() is false, unlock can be repeated and lock takes a new value") {
+  TEST_CASE(
+      "after an unlock that misses its quorum, held() is false, unlock can be repeated and lock takes a new "
+      "value") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     warm_up(rs);
@@ -168,7 +170,9 @@ TEST_SUITE("lifetime") {
     CHECK(m.unlock(redsync::context{}).ok());
   }
 
-  TEST_CASE("an automatic extension that succeeds after the loss was reported neither re-sets held nor keeps the keys") {
+  TEST_CASE(
+      "an automatic extension that succeeds after the loss was reported neither re-sets held nor keeps the "
+      "keys") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("late-extension");
@@ -208,13 +212,19 @@ TEST_SUITE("lifetime") {
       std::stop_source stop;
       auto done = std::make_shared<std::promise<redsync::result>>();
       auto f = done->get_future();
-      m.try_lock_async(redsync::context::cancellable(stop.get_token()), [done, &callbacks](redsync::result r) {
-        ++callbacks;
-        done->set_value(std::move(r));
-      });
-      // Cancel at different points: at once, or after the loop had a chance
-      // to finish the call.
-      for (int spin = 0; spin < (i % 8) * 2000; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+      m.try_lock_async(redsync::context::cancellable(stop.get_token()),
+                       [done, &callbacks](redsync::result r) {
+                         ++callbacks;
+                         done->set_value(std::move(r));
+                       });
+      // Cancel at once, a little later, or only after the call ended (then
+      // nothing orders the caller's registration of the stop callback
+      // before the loop's removal of it: the race TSan must see).
+      if (i % 3 == 1) {
+        for (int spin = 0; spin < (i % 8) * 2000; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+      } else if (i % 3 == 2) {
+        REQUIRE(f.wait_for(5s) == std::future_status::ready);
+      }
       stop.request_stop();
       REQUIRE(f.wait_for(5s) == std::future_status::ready);
       const auto r = f.get();
@@ -231,9 +241,9 @@ TEST_SUITE("lifetime") {
     redis_server frozen({.extra_args = {"--tcp-backlog", "0"}});
     cluster c(2);
     std::vector<std::string> uris{frozen.uri(), c[0].uri(), c[1].uri()};
-    redsync::Redsync rs(uris, fresh_nodes({.connect_timeout = 300ms,
-                                           .reconnect_backoff_min = 20ms,
-                                           .reconnect_backoff_max = 100ms}));
+    redsync::Redsync rs(
+        uris, fresh_nodes(
+                  {.connect_timeout = 300ms, .reconnect_backoff_min = 20ms, .reconnect_backoff_max = 100ms}));
     warm_up(rs);
     const auto name = unique_name("release-retry");
     // 20 s * 0.005 = 100 ms timeout, so the connection's stall limit is its
@@ -245,10 +255,9 @@ TEST_SUITE("lifetime") {
     REQUIRE(m.lock(redsync::context{}).ok());  // our SET waits in node 0's socket
     // Past the stall limit the pool drops that connection and cannot make a
     // new one: node 0 turns from timing out to unreachable.
-    REQUIRE(wait_until(
-        [&] { return m.valid().nodes[0].status == redsync::node_status::unreachable; }, 12s));
+    REQUIRE(wait_until([&] { return m.valid().nodes[0].status == redsync::node_status::unreachable; }, 12s));
     REQUIRE(m.unlock(redsync::context{}).ok());  // nodes 1 and 2; node 0 is not reached
-    frozen.resume();  // runs the buffered SET: the key is back on node 0 for 20 s
+    frozen.resume();                             // runs the buffered SET: the key is back on node 0 for 20 s
     ::close(filler.fd);
     filler.fd = -1;
     CHECK(wait_until([&] { return !redis_client(frozen).exists(name); }, 5s));
