@@ -51,7 +51,8 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
 
   void send() {
     send_script(pool_, route_, call_, timeout_,
-                eng_.track_cleanup([self = shared_from_this()](command_result&& r) { self->on_result(std::move(r)); }));
+                eng_.track_cleanup(
+                    [self = shared_from_this()](command_result&& r) { self->on_result(std::move(r)); }));
   }
 
   void on_shutdown() override { stop_waiting(); }
@@ -67,7 +68,8 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
     // Often enough to catch a node that comes back, rarely enough not to
     // spin while a pool fails fast in backoff.
     const auto every = std::clamp(timeout_, microseconds(10'000), microseconds(1'000'000));
-    if (replied || eng_.shutting_down() || clock::now() + every >= give_up_at_ || (wanted_ && !wanted_())) return;
+    if (replied || eng_.shutting_down() || clock::now() + every >= give_up_at_ || (wanted_ && !wanted_()))
+      return;
     timer_ = loop_timer::create(eng_.loop().loop());
     self_ = shared_from_this();
     eng_.add_task(this);
