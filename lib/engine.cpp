@@ -13,7 +13,7 @@
 namespace redsync::detail {
 
 engine::engine(std::vector<node_options> nodes, const redsync_options& options)
-    : loop_(options.loop), rng_(std::random_device{}()) {
+    : loop_(options.loop), shutdown_timeout_(options.shutdown_timeout), rng_(std::random_device{}()) {
   check_redsync_options(options);
   if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
   pools_.reserve(nodes.size());
@@ -22,6 +22,7 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     addresses_.push_back(n.address());
     pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
+  size_ = pools_.size();
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO server first: node_trust needs the server's
@@ -92,21 +93,34 @@ void engine::wind_up_tasks() {
   }
 }
 
+void engine::shut_down(std::function<void()> closed) {
+  // Winding up sends what cleanup is due (releases of abandoned acquisitions
+  // and of queued unlocks); nothing is sent after it, so the pools can be
+  // handed to the closer, which starts once those releases were answered or
+  // shutdown_timeout has passed. The closer does not touch the engine: an
+  // engine destroyed on its own loop thread is gone by then.
+  wind_up_tasks();
+  struct parts {
+    std::vector<std::unique_ptr<node_pool>> pools;
+    std::unique_ptr<release_listener> listener;
+  };
+  auto p = std::make_shared<parts>(parts{std::move(pools_), std::move(listener_)});
+  uv_loop_t* loop = loop_.loop();
+  drain_->wait(loop, shutdown_timeout_, [loop, p, closed = std::move(closed)]() mutable {
+    pool_closer::start(loop, std::move(p->pools), std::move(p->listener), std::move(closed));
+  });
+}
+
 engine::~engine() {
   shutting_down_.store(true, std::memory_order_release);
   if (loop_.on_loop_thread()) {
     // An application-owned loop destroying us from its own thread: we cannot
-    // wait for the loop, so the closer outlives us and frees the pools later.
-    wind_up_tasks();
-    pool_closer::start(loop_.loop(), std::move(pools_), std::move(listener_), {});
+    // wait for the loop, so the drain and the closer outlive us.
+    shut_down({});
     return;
   }
   std::promise<void> all_closed;
-  loop_.post([this, &all_closed] {
-    wind_up_tasks();
-    pool_closer::start(loop_.loop(), std::move(pools_), std::move(listener_),
-                       [&all_closed] { all_closed.set_value(); });
-  });
+  loop_.post([this, &all_closed] { shut_down([&all_closed] { all_closed.set_value(); }); });
   all_closed.get_future().wait();
 }
 

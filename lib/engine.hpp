@@ -4,6 +4,7 @@
 // and loop-thread state (the random source). Owned by Redsync; every
 // mutex_state points at it and must not outlive it (documented on Redsync).
 
+#include "cleanup_drain.hpp"
 #include "event_loop.hpp"
 #include "node_pool.hpp"
 #include "node_trust.hpp"
@@ -35,17 +36,24 @@ struct loop_task {
 class engine {
  public:
   engine(std::vector<node_options> nodes, const redsync_options& options);
-  // Closes every pool on the loop (outstanding commands complete with
-  // `shutdown`), then stops the loop.
+  // Winds up the tasks on the loop (releases still due are sent then), waits
+  // up to shutdown_timeout for those releases' replies, closes every pool
+  // (outstanding commands complete with `shutdown`), then stops the loop.
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 
   event_loop& loop() noexcept { return loop_; }
-  std::size_t size() const noexcept { return pools_.size(); }
-  std::size_t quorum() const noexcept { return pools_.size() / 2 + 1; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t quorum() const noexcept { return size_ / 2 + 1; }
   const std::vector<std::string>& addresses() const noexcept { return addresses_; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+  // Loop thread: false once the pools were handed over for closing; nothing
+  // may be sent after that.
+  bool can_send() const noexcept { return !pools_.empty(); }
+  // Loop thread: `done` of a cleanup command (a release), counted so that
+  // shutdown waits for it.
+  command_callback track_cleanup(command_callback done) { return drain_->track(std::move(done)); }
 
   // Loop thread only.
   node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
@@ -65,9 +73,14 @@ class engine {
 
  private:
   void wind_up_tasks();
+  // Loop thread: winds up, then closes the pools once the cleanup drained.
+  void shut_down(std::function<void()> closed);
 
   event_loop loop_;
   std::vector<std::unique_ptr<node_pool>> pools_;
+  std::size_t size_ = 0;
+  std::shared_ptr<cleanup_drain> drain_ = std::make_shared<cleanup_drain>();
+  const std::chrono::milliseconds shutdown_timeout_;
   std::unique_ptr<release_listener> listener_;
   std::vector<std::string> addresses_;
   std::mt19937_64 rng_;

@@ -11,6 +11,7 @@
 #include "loop_timer.hpp"
 #include "mutex_state.hpp"
 #include "quorum.hpp"
+#include "release_sender.hpp"
 #include "value_generator.hpp"
 
 #include <fmt/format.h>
@@ -90,19 +91,27 @@ class operation final : public loop_task,
         done_(std::move(done)),
         started_at_(clock::now()) {}
 
-  // Caller's thread: hand the operation to the loop, then let the caller's
-  // stop_token reach it (a token already stopped cancels it at once).
+  // Caller's thread: let the caller's stop_token reach the operation (a
+  // token already stopped cancels it at once), then hand it to the loop.
+  // In that order: once posted, the loop may finish the operation and reset
+  // stop_cb_ at any moment, so the caller's thread must be done with it.
   void submit() {
     auto self = shared_from_this();
-    eng_.loop().post([self] { self->enqueue(); });
     if (ctx_.stop.stop_possible()) {
       std::weak_ptr<operation> weak = self;
       event_loop* loop = &eng_.loop();
       stop_cb_.emplace(ctx_.stop, canceller{weak, loop});
     }
+    eng_.loop().post([self] { self->enqueue(); });
   }
 
-  void on_shutdown() override { abandon(errc::shutting_down); }
+  // Cleanup still goes out at shutdown (the engine waits for its replies,
+  // bounded by shutdown_timeout): an unlock not sent yet is sent now, and
+  // abandon() releases an acquisition in flight.
+  void on_shutdown() override {
+    if (kind_ == op_kind::release && !release_sent_ && !finished_) release_everywhere();
+    abandon(errc::shutting_down);
+  }
 
   // The lock was released and we are next in line: try now instead of
   // sleeping out the retry delay.
@@ -159,8 +168,19 @@ class operation final : public loop_task,
 
   void run() {
     started_ = true;
-    if (finished_) return advance_queue();
-    if (eng_.shutting_down()) return finish(errc::shutting_down);
+    if (finished_) {
+      // An unlock already answered (cancelled, or out of time, while it
+      // waited its turn) still releases: cleanup never depends on the context.
+      if (kind_ == op_kind::release && !release_sent_ && eng_.can_send()) release_everywhere();
+      return advance_queue();
+    }
+    // A release still runs while the engine shuts down: a Mutex destroyed
+    // just before its Redsync posts one, and the engine waits for it.
+    if (kind_ == op_kind::release ? !eng_.can_send() : eng_.shutting_down())
+      return finish(errc::shutting_down);
+    // Background retries of an earlier release stop before a new acquisition
+    // can put the same value (a fixed mutex_options::value) back.
+    if (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire) ++st_->generation;
     if (ctx_.deadline != clock::time_point::max()) {
       deadline_timer_ = loop_timer::create(eng_.loop().loop());
       const auto left = duration_cast<microseconds>(ctx_.deadline - clock::now());
@@ -432,6 +452,40 @@ class operation final : public loop_task,
     send_script(eng_.node(i), st_->route, st_->release_call, st_->timeout, [](command_result&&) {});
   }
 
+  // Sends the release of the current value, retried in the background while
+  // a node does not answer (see release_sender.cpp), until the next
+  // acquisition starts. Not for the releases between attempts: a retry
+  // could land after the next attempt's SET of the same value.
+  std::function<void(node_pool&, command_callback)> retried_release_sender() const {
+    return [e = &eng_, call = st_->release_call, route = st_->route, timeout = st_->timeout,
+            give_up_at = clock::now() + st_->opts.expiry + st_->drift,
+            wanted = [st = st_, gen = st_->generation] { return st->generation == gen; }](
+               node_pool& pool, command_callback done) {
+      send_release(*e, pool, route, call, timeout, give_up_at, wanted, std::move(done));
+    };
+  }
+
+  void send_release_retried(std::size_t i) {
+    retried_release_sender()(eng_.node(i), [](command_result&&) {});
+  }
+
+  // The caller lets go: from here held() is false, whatever the release's
+  // outcome, so a new lock() acquires afresh. The value is kept (and
+  // `released` stays false until a quorum confirmed it), so a repeated
+  // unlock still releases it.
+  void let_go() {
+    release_sent_ = true;
+    std::lock_guard lk(st_->mu);
+    st_->held = false;
+  }
+
+  // An unlock nobody waits for (shutdown, or its caller already answered).
+  void release_everywhere() {
+    let_go();
+    if (!has_value(true)) return;
+    for (std::size_t i = 0; i < eng_.size(); ++i) send_release_retried(i);
+  }
+
   // ---- release, extend, check ----------------------------------------------
 
   round_spec release_spec() {
@@ -456,11 +510,14 @@ class operation final : public loop_task,
   }
 
   void begin_release() {
+    let_go();
     if (!has_value(true)) return finish(errc::not_held);
     // The release is sent before the context is looked at: cleanup is never
     // skipped because a deadline passed or the caller cancelled.
     in_round_ = true;
-    run_round(eng_, release_spec(), [self = shared_from_this()](tally&& t) {
+    round_spec spec = release_spec();
+    spec.send = retried_release_sender();
+    run_round(eng_, std::move(spec), [self = shared_from_this()](tally&& t) {
       self->in_round_ = false;
       if (self->finished_) return;
       self->last_ = std::move(t);
@@ -474,7 +531,6 @@ class operation final : public loop_task,
         // acquisition is over either way. After no_quorum it may still be
         // on some nodes, so a retried unlock must still be possible.
         std::lock_guard lk(self->st_->mu);
-        self->st_->held = false;
         self->st_->released = true;
       }
       self->finish(why);
@@ -485,8 +541,17 @@ class operation final : public loop_task,
     if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
     if (!has_value(false)) return finish(errc::not_held);
     if (kind == op_kind::extend) {
-      std::lock_guard lk(st_->mu);
-      if (st_->released) return finish(errc::not_held);
+      // Once lost or let go, the acquisition is over: no extension may
+      // re-arm its keys. (finish() takes the lock itself.)
+      errc refused{};
+      {
+        std::lock_guard lk(st_->mu);
+        if (st_->lost.stop_requested())
+          refused = errc::lost;
+        else if (st_->released || !st_->held)
+          refused = errc::not_held;
+      }
+      if (refused != errc{}) return finish(refused);
     }
     round_spec spec;
     if (kind == op_kind::extend) {
@@ -519,9 +584,20 @@ class operation final : public loop_task,
       const auto elapsed = duration_cast<microseconds>(clock::now() - attempt_start_);
       if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero())
         return finish(errc::validity_elapsed);
-      std::lock_guard lk(st_->mu);
-      st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
-      st_->held = true;
+      bool lost = false;
+      {
+        std::lock_guard lk(st_->mu);
+        lost = st_->lost.stop_requested();
+        if (!lost) st_->until = attempt_start_ + st_->opts.expiry - st_->drift;
+      }
+      // The loss was reported while this extension was in flight (the
+      // watchdog does not wait for it past until - margin). The holder has
+      // been told to stop, so the keys it just re-armed are released rather
+      // than left to block others for another expiry.
+      if (lost) {
+        for (std::size_t i = 0; i < eng_.size(); ++i) send_release_retried(i);
+        return finish(errc::lost);
+      }
     }
     finish({});
   }
@@ -537,8 +613,8 @@ class operation final : public loop_task,
   // our SET may land on any node: release everywhere first.
   void abandon(errc why) {
     if (finished_) return;
-    if (in_round_ && (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire) && !eng_.shutting_down()) {
-      for (std::size_t i = 0; i < eng_.size(); ++i) send_release_unawaited(i);
+    if (in_round_ && (kind_ == op_kind::acquire || kind_ == op_kind::try_acquire)) {
+      for (std::size_t i = 0; i < eng_.size(); ++i) send_release_retried(i);
     }
     finish(why);
   }
@@ -601,6 +677,7 @@ class operation final : public loop_task,
   loop_timer* deadline_timer_ = nullptr;
   loop_timer* retry_timer_ = nullptr;
   bool registered_ = false;
+  bool release_sent_ = false;
   bool started_ = false;
   bool finished_ = false;
   bool in_round_ = false;

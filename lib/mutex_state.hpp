@@ -61,6 +61,9 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   // release never overtakes the acquisition it undoes.
   std::deque<std::function<void()>> queue;
   bool busy = false;
+  // Bumped when an acquisition starts: background retries of an earlier
+  // release stop then.
+  std::uint64_t generation = 0;
   // Commands for `value`, built once per acquisition.
   script_call acquire_call;
   script_call release_call;

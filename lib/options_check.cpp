@@ -67,6 +67,9 @@ void check_redsync_options(const redsync_options& options) {
     fail("redsync_options.restart_guard_window = {} ms: must be in 0..{} ms (0 = the longest expiry in use)",
          options.restart_guard_window.count(), max_expiry.count());
   }
+  if (options.shutdown_timeout.count() < 0) {
+    fail("redsync_options.shutdown_timeout = {} ms: must not be negative", options.shutdown_timeout.count());
+  }
 }
 
 void check_mutex_options(std::string_view name, const mutex_options& options) {

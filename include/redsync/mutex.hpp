@@ -63,7 +63,8 @@ class REDSYNC_API Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
   /// Does not block. If the lock is still held, a release is sent to every
-  /// node in the background (fire and forget).
+  /// node in the background; destroying the `Redsync` right afterwards still
+  /// sends it and waits for it (up to `redsync_options::shutdown_timeout`).
   ~Mutex();
 
   // -- primary API: a context in, a result out ------------------------------
@@ -77,12 +78,22 @@ class REDSYNC_API Mutex {
   /// One attempt of `lock` (no retries).
   result try_lock(const context& ctx);
   /// Compare-and-delete on every node; succeeds iff a quorum deleted our
-  /// value. Errors: taken (names the nodes), expired, no_quorum, not_held.
-  /// The release reaches every node even if `ctx` has expired or is cancelled.
+  /// value. Errors: taken (names the nodes), expired, no_quorum, not_held,
+  /// lost, deadline_exceeded, cancelled. The release is sent to every node
+  /// even if `ctx` has expired or is cancelled, and sent again in the
+  /// background to nodes that did not answer, until they do, the next
+  /// acquisition starts, or `expiry` has passed. Once the release starts,
+  /// `held()` is false whatever the outcome and the next `lock` takes a new
+  /// value; before that, a repeated `unlock` releases the same value again
+  /// (`not_held` once a quorum confirmed a release).
   result unlock(const context& ctx);
   /// Compare-and-PEXPIRE (or SET NX with `set_nx_on_extend`) on every node;
-  /// on a quorum, `until()` is recomputed as start + expiry - elapsed - drift.
-  /// Errors: taken, expired, validity_elapsed, no_quorum, not_held.
+  /// on a quorum, `until()` is recomputed as start + expiry - drift, where
+  /// start is when the extension was sent (and it fails as validity_elapsed
+  /// if that is already past). Errors: taken, expired, validity_elapsed,
+  /// no_quorum, not_held (never acquired, or let go by `unlock`), lost (the
+  /// loss was reported, even if this extension itself succeeded: its keys
+  /// are then released).
   result extend(const context& ctx = {});
   /// Checks over the network that a quorum of nodes still hold our value.
   /// Errors: taken, expired, no_quorum, not_held.
@@ -129,7 +140,8 @@ class REDSYNC_API Mutex {
   /// When the validity of the current acquisition ends (steady clock);
   /// `time_point{}` if never acquired.
   clock::time_point until() const;
-  /// True if acquired, not released, and `until()` is still in the future.
+  /// True if acquired, not let go by `unlock` (whatever its outcome), not
+  /// lost, and `until()` is still in the future.
   bool held() const;
   /// The outcome of the last call, including the standard-style ones.
   result last_result() const;

@@ -84,6 +84,13 @@ struct redsync_options {
   /// process with a longer expiry is not covered otherwise). Default 0 = the
   /// longest expiry among this `Redsync`'s mutexes. >= 0.
   std::chrono::milliseconds restart_guard_window = 0ms;
+  /// How long destroying the `Redsync` may wait, >= 0. Default 2 s. Releases
+  /// still due at destruction (a `Mutex` destroyed while holding just
+  /// before its `Redsync`, an acquisition abandoned in flight) are sent and
+  /// their replies awaited for at most this long before the connections
+  /// close; a node that does not answer by then keeps the key until its
+  /// expiry. 0 = close at once (releases not yet written are dropped).
+  std::chrono::milliseconds shutdown_timeout = 2000ms;
 };
 
 // Every field has a default member initializer, so designated initializers

@@ -34,8 +34,11 @@ class engine;
 /// }
 /// \endcode
 ///
-/// Must outlive every `Mutex` it made. Destruction closes all connections;
-/// calls still in flight complete with `errc::shutting_down`.
+/// Must outlive every `Mutex` it made. Destruction first sends the releases
+/// still due (of a `Mutex` destroyed while holding, of an acquisition
+/// abandoned in flight) and waits for their replies for up to
+/// `redsync_options::shutdown_timeout`, then closes all connections; calls
+/// still in flight complete with `errc::shutting_down`.
 class REDSYNC_API Redsync {
  public:
   /// Nodes as URIs (see `node_options::parse`). Throws `config_error` for zero
