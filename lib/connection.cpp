@@ -103,7 +103,10 @@ connection::connection(uv_loop_t* loop, const connection_config& config, connect
     const std::string db = std::to_string(n.db);
     handshake_.emplace_back("SELECT " + db, encode_command({"SELECT", db}));
   }
-  if (config_.on_server_info) handshake_.emplace_back("INFO", encode_command({"INFO", "server"}));
+  // Plain INFO (the default sections, on every Redis version): server for
+  // run_id, replication for the role and replication id, memory for the
+  // eviction policy.
+  if (config_.on_server_info) handshake_.emplace_back("INFO", encode_command({"INFO"}));
 }
 
 connection::~connection() {

@@ -27,7 +27,7 @@ namespace redsync::detail {
 struct connection_config {
   node_options node;
   std::chrono::milliseconds connect_timeout{1000};
-  // When set, every new connection also sends `INFO server` in its
+  // When set, every new connection also sends `INFO` in its
   // handshake and hands the reply here (an error reply too, e.g. NOPERM),
   // before any later reply on that connection is delivered (node_trust reads
   // the server's run_id).

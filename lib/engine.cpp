@@ -25,7 +25,7 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
   size_ = pools_.size();
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
-  // Every connection reads INFO server first: node_trust needs the server's
+  // Every connection reads INFO first: node_trust needs the server's
   // run_id to tell whether the node's record (and vote) is verified.
   for (std::size_t i = 0; i < pools_.size(); ++i) {
     pools_[i]->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
@@ -100,6 +100,7 @@ void engine::shut_down(std::function<void()> closed) {
   // shutdown_timeout has passed. The closer does not touch the engine: an
   // engine destroyed on its own loop thread is gone by then.
   wind_up_tasks();
+  trust_->close();
   struct parts {
     std::vector<std::unique_ptr<node_pool>> pools;
     std::unique_ptr<release_listener> listener;

@@ -93,7 +93,7 @@ class node_pool {
 
   const std::string& address() const noexcept { return address_; }
 
-  // Every connection made from now on sends `INFO server` in its handshake
+  // Every connection made from now on sends `INFO` in its handshake
   // and passes the reply (an error reply too) here, on the loop thread,
   // before any other reply on it.
   void on_server_info(std::function<void(const reply& info)> listener);

@@ -103,9 +103,10 @@ return 1
 // when its lease runs out. A head that leaves the lock free for longer than
 // the claim window (it crashed, or cannot reach the nodes) loses its place,
 // so a free lock is not held up for a whole lease.
-// Where we won: {token, the record's run, ms since the record was stamped
-// for that run (-1: never)}; the client decides from these whether the
-// node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
+// Where we won: {token, the record's identity, ms since it was first seen
+// unverified for that identity (-1: never), the longest expiry any client
+// used here (raised to ours if ours is longer)}; the client decides from
+// these whether the node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
 // every line), -1 (busy; others are ahead), or nil (busy; not waiting).
 constexpr std::string_view acquire_source = R"lua(
 local n = (#KEYS - 1) / 3
@@ -203,12 +204,17 @@ if free then
     end
   end
   local token = redis.call('HINCRBY', record, 'fence', 1)
-  local stamp = redis.call('HMGET', record, 'run', 'since')
+  local stamp = redis.call('HMGET', record, 'run', 'since', 'window')
   local age = -1
   if stamp[2] then
     age = clock() - tonumber(stamp[2])
   end
-  return {token, stamp[1] or '', age}
+  local window = tonumber(stamp[3] or '0')
+  if window < tonumber(ARGV[2]) then
+    window = tonumber(ARGV[2])
+    redis.call('HSET', record, 'window', window)
+  end
+  return {token, stamp[1] or '', age, window}
 end
 if ARGV[5] ~= '1' then
   return false
@@ -254,37 +260,41 @@ end
 return 0
 )lua";
 
-// Reads the node record for the repair: {fence, run, since, server now ms,
-// mark}, missing fields as ''. The mark (the record's `pending` field) is
-// set to ARGV[1] if the record has none and ARGV[1] is not empty. Any mark
-// will do for the repair: what matters is that a flush wipes it.
+// Reads the node record for the repair: {fence, identity, since, server now
+// ms, mark, window}, missing fields as ''. The mark (the record's `pending`
+// field) is set to ARGV[1] if the record has none and ARGV[1] is not empty.
+// Any mark will do for the repair: what matters is that a flush wipes it.
 constexpr std::string_view record_read_source = R"lua(
-local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since', 'pending')
+local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since', 'pending', 'window')
 local mark = r[4]
 if not mark and ARGV[1] ~= '' then
   redis.call('HSET', KEYS[1], 'pending', ARGV[1])
   mark = ARGV[1]
 end
 local t = redis.call('TIME')
-return {r[1] or '', r[2] or '', r[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), mark or ''}
+local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+return {r[1] or '', r[2] or '', r[3] or '', now, mark or '', r[5] or ''}
 )lua";
 
-// Repairs a node record. KEYS = node record; ARGV = counter floor, run_id,
-// mark. Only if the record still carries the mark read earlier (so it was
-// not flushed since): raises the counter to at least the floor and, unless
-// already stamped for this run, stamps it (run, and since = now). Returns 1
-// if applied, 0 if the mark was gone.
+// Repairs a node record. KEYS = node record; ARGV = counter floor, identity,
+// mark, since (server ms), window ms. Only if the record still carries the
+// mark read earlier (so it was not flushed since): raises the counter to at
+// least the floor and the window to at least ARGV's and, unless already
+// stamped for this identity, stamps it (identity, since). Returns 1 if
+// applied, 0 if the mark was gone.
 constexpr std::string_view record_stamp_source = R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'fence', 'run', 'pending')
+local cur = redis.call('HMGET', KEYS[1], 'fence', 'run', 'pending', 'window')
 if cur[3] ~= ARGV[3] then
   return 0
 end
 if tonumber(cur[1] or '0') < tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 'fence', ARGV[1])
 end
+if tonumber(cur[4] or '0') < tonumber(ARGV[5]) then
+  redis.call('HSET', KEYS[1], 'window', ARGV[5])
+end
 if cur[2] ~= ARGV[2] then
-  local t = redis.call('TIME')
-  redis.call('HSET', KEYS[1], 'run', ARGV[2], 'since', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  redis.call('HSET', KEYS[1], 'run', ARGV[2], 'since', ARGV[4])
 end
 return 1
 )lua";

@@ -25,8 +25,10 @@ struct lua_script {
 
 // The one record each node keeps for redsync (a hash, never expiring, one
 // key however many names are locked): `fence`, the node's fencing counter,
-// shared by every name; `run`, the server run_id the record was last
-// verified for; `since`, when it was (server ms). See node_trust.hpp.
+// shared by every name; `run`, the server identity (run_id and replication
+// id) the record was last verified for; `since`, when that identity was
+// first seen unverified (server ms); `window`, the longest expiry any client
+// has used on the node; `pending`, the repair's mark. See node_trust.hpp.
 inline constexpr std::string_view record_key = "redsync:node";
 
 // Acquisition with the fencing counter and a fair waiting line per name.
@@ -34,9 +36,10 @@ inline constexpr std::string_view record_key = "redsync:node";
 // ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line,
 // claim window ms (a head of line that leaves the lock free that long loses
 // its place).
-// Where SET NX won on every name: {token, record run ('' if none), ms since
-// the record was stamped (-1 if never)}; else -2 (busy, first in every
-// line), -1 (busy, others ahead) or nil (busy, not waiting).
+// Where SET NX won on every name: {token, record identity ('' if none), ms
+// since it was first seen unverified (-1 if never), recorded window ms};
+// else -2 (busy, first in every line), -1 (busy, others ahead) or nil (busy,
+// not waiting).
 const lua_script& acquire_script();
 
 // Leaving the waiting lines. KEYS = lines (n), leases (n); ARGV = value.
@@ -47,14 +50,14 @@ const lua_script& leave_script();
 // least the token. Returns 1 if the value was ours, else 0.
 const lua_script& fence_script();
 
-// KEYS = record; ARGV = mark or ''. Returns {fence, run, since, server now
-// ms, mark} as strings, '' for a missing field; a record without a mark
-// (`pending` field) gets ARGV's, if not empty.
+// KEYS = record; ARGV = mark or ''. Returns {fence, identity, since, server
+// now ms, mark, window} as strings, '' for a missing field; a record without
+// a mark (`pending` field) gets ARGV's, if not empty.
 const lua_script& record_read_script();
-// KEYS = record; ARGV = counter floor, run_id, mark. Only while the record
-// still carries that mark: raises the counter to at least the floor and
-// stamps run (and since = now) unless already stamped for that run.
-// Returns 1 if applied, 0 if the mark was gone.
+// KEYS = record; ARGV = counter floor, identity, mark, since ms, window ms.
+// Only while the record still carries that mark: raises the counter and the
+// window to at least ARGV's, and stamps identity and since unless already
+// stamped for that identity. Returns 1 if applied, 0 if the mark was gone.
 const lua_script& record_stamp_script();
 
 // Keys and channel derived from one lock name.

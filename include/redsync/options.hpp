@@ -79,10 +79,12 @@ struct redsync_options {
   /// verified. Note that a fresh cluster therefore grants no lock until the
   /// window has passed after the first client met it.
   bool restart_guard = true;
-  /// How long a newly stamped node is kept out of every quorum. Must be at
-  /// least the longest expiry *any* client of these nodes uses (another
-  /// process with a longer expiry is not covered otherwise). Default 0 = the
-  /// longest expiry among this `Redsync`'s mutexes. >= 0.
+  /// The least time a node that restarted, was replaced or lost its data is
+  /// kept out of every quorum (restart guard on), and the least repair delay
+  /// of its fencing counter (always). The longest expiry of this
+  /// `Redsync`'s mutexes and the longest expiry recorded on the nodes by any
+  /// client's acquisitions also count; set this when a client with a longer
+  /// expiry may not have locked yet. Default 0. >= 0.
   std::chrono::milliseconds restart_guard_window = 0ms;
   /// How long destroying the `Redsync` may wait, >= 0. Default 2 s. Releases
   /// still due at destruction (a `Mutex` destroyed while holding just

@@ -289,7 +289,10 @@ TEST_SUITE("failure") {
       auto m = rs.new_mutex(name);
       auto r = m.lock(redsync::context{});
       REQUIRE_MESSAGE(r.ok(), r.describe());
-      CHECK(r.nodes[4].status == redsync::node_status::ok);
+      // It answers now; the first time it is met its record is repaired,
+      // so it may still be excluded from this vote.
+      CHECK(r.nodes[4].status != redsync::node_status::reply_error);
+      CHECK(r.nodes[4].error_class == redsync::server_error::none);
       CHECK(m.unlock(redsync::context{}).ok());
     }
   }
@@ -334,7 +337,10 @@ TEST_SUITE("failure") {
         [&] {
           auto probe = rs.new_mutex(unique_name("probe"), {.tries = 1});
           auto pr = probe.lock(redsync::context{});
-          const bool back = pr.ok() && pr.nodes[2].status == redsync::node_status::ok;
+          // It answers again (its vote waits for the repair of its record).
+          const auto st = pr.nodes[2].status;
+          const bool back =
+              pr.ok() && (st == redsync::node_status::ok || st == redsync::node_status::excluded);
           if (pr.ok()) (void)probe.unlock(redsync::context{});
           return back;
         },

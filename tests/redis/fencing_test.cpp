@@ -240,11 +240,13 @@ TEST_SUITE("fencing") {
     // The holder's own guard window is short, so it can lock soon after the
     // records were stamped; what matters is the second client's.
     redsync::Redsync holder_rs(c.uris(), {.restart_guard = true, .restart_guard_window = 1s});
-    wait_for_votes(holder_rs, 1s);
+    wait_for_votes(holder_rs, 2s);
     occupy(c[3], name);
     occupy(c[4], name);
-    auto holder = holder_rs.new_mutex(name, {.expiry = 5s, .tries = 1});
-    REQUIRE(holder.lock(redsync::context{}).ok());  // on nodes 0, 1, 2
+    auto holder = holder_rs.new_mutex(name, {.expiry = 4s, .tries = 1});
+    // On nodes 0, 1, 2, once they have been verified for longer than the
+    // holder's own expiry (the window grows with the longest expiry used).
+    REQUIRE(wait_until([&] { return holder.lock(redsync::context{}).ok(); }, 8s));
     vacate(c[3], name);
     vacate(c[4], name);
     // A client that met node 2 before the replacement.
@@ -289,5 +291,33 @@ TEST_SUITE("fencing") {
     CHECK(r.nodes[0].message.find("guard window (1500 ms)") != std::string::npos);
     REQUIRE(wait_until([&] { return m.try_lock(redsync::context{}).ok(); }, 5s));
     CHECK(clock_type::now() - started >= 1000ms);
+  }
+
+  TEST_CASE("a node that may evict keys, or is a replica, does not vote, and says why") {
+    cluster c(3);
+    prime_records(c.uris());
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    SUBCASE("an eviction policy with a memory limit") {
+      redis_client(c[0]).command({"CONFIG", "SET", "maxmemory", "1gb"});
+      redis_client(c[0]).command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
+      auto m = rs.new_mutex(unique_name("evicting"));
+      auto r = m.lock(redsync::context{});
+      REQUIRE(r.ok());  // 1 and 2 make the quorum
+      CHECK(r.nodes[0].status == redsync::node_status::excluded);
+      CHECK(r.nodes[0].message.find("maxmemory-policy allkeys-lru") != std::string::npos);
+    }
+    SUBCASE("a replica of another server") {
+      redis_server other;
+      redis_client(c[0]).command({"REPLICAOF", "127.0.0.1", std::to_string(other.port())});
+      auto m = rs.new_mutex(unique_name("replica"));
+      auto r = m.lock(redsync::context{});
+      // A replica refuses writes (READONLY) or, once its INFO was read on a
+      // new connection, is excluded: either way it never counts.
+      CHECK(r.nodes[0].status != redsync::node_status::ok);
+      redsync::Redsync fresh(c.uris(), fresh_nodes());
+      auto m2 = fresh.new_mutex(unique_name("replica"));
+      auto r2 = m2.lock(redsync::context{});
+      CHECK(r2.nodes[0].status != redsync::node_status::ok);
+    }
   }
 }

@@ -66,8 +66,12 @@ TEST_SUITE("line") {
     const auto t0 = clock_type::now();
     REQUIRE(wait_until([&] { return m.try_lock(redsync::context{}).ok(); }, 5s));
     CHECK(clock_type::now() - t0 < 5s);
-    CHECK_FALSE(redis_client(c[0]).command({"ZSCORE", name + ":redsync-line", "crashed-waiter"}).type ==
-                redis_client::reply::kind::string);
+    // Taken out of the line on the quorum of nodes that granted the lock.
+    int evicted = 0;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      evicted += redis_client(c[i]).command({"ZSCORE", name + ":redsync-line", "crashed-waiter"}).type !=
+                 redis_client::reply::kind::string;
+    CHECK(evicted >= 2);
     CHECK(m.unlock(redsync::context{}).ok());
   }
 

@@ -167,10 +167,11 @@ std::string fake_redis::answer(const std::vector<std::string>& argv) {
     };
     if (is(acquire_script())) {
       ++acquisitions_;
-      return "*3\r\n:1\r\n" + bulk(cfg_.record_run) + ":600000\r\n";
+      return "*4\r\n:1\r\n" + bulk(cfg_.record_run) + ":600000\r\n:0\r\n";
     }
     if (is(record_read_script()))
-      return "*5\r\n" + bulk("5") + bulk(cfg_.record_run) + bulk("0") + bulk("600000") + bulk("mark");
+      return "*6\r\n" + bulk("5") + bulk(cfg_.record_run) + bulk("0") + bulk("600000") + bulk("mark") +
+             bulk("0");
     for (const lua_script* s : {&record_stamp_script(), &release_script(), &extend_script(), &check_script(),
                                 &fence_script(), &leave_script()}) {
       if (is(*s)) return ":1\r\n";

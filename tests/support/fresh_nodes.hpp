@@ -26,7 +26,9 @@ inline redsync::redsync_options fresh_nodes(redsync::redsync_options o = {}) {
 /// Locks and unlocks once with every node up, which stamps every node's record.
 inline void prime_records(const std::vector<std::string>& uris) {
   redsync::Redsync rs(uris, fresh_nodes());
-  auto m = rs.new_mutex("redsync-test:prime", {.tries = 3});
+  // A short expiry: the nodes record the longest expiry any client used,
+  // which becomes their restart guard window and repair delay.
+  auto m = rs.new_mutex("redsync-test:prime", {.expiry = std::chrono::milliseconds(300), .tries = 3});
   auto r = m.lock(redsync::context::timeout(std::chrono::seconds(5)));
   if (!r) throw std::runtime_error("prime_records: " + r.describe());
   (void)m.unlock(redsync::context::timeout(std::chrono::seconds(5)));
