@@ -320,4 +320,70 @@ TEST_SUITE("fencing") {
       CHECK(r2.nodes[0].status != redsync::node_status::ok);
     }
   }
+
+  TEST_CASE(
+      "a node that loses its data while an acquisition that counted it is in flight is repaired after it") {
+    // From the attacker review: n0's counter is ahead, A's round counts n0's
+    // answer T and waits on a frozen n4; n0 is flushed; B meets n0. If B
+    // repaired n0 at once from counters read before A's write-back, a later
+    // lock on n0, n3, n4 would get a token below T.
+    cluster c(5);
+    prime_records(c.uris());
+    const redsync::redsync_options guarded{.restart_guard = true, .restart_guard_window = 2500ms};
+    redsync::Redsync a_rs(c.uris(), guarded);
+    wait_for_votes(a_rs, 200ms);
+
+    // Ordinary contention leaves n0's counter ahead of the others'.
+    const auto p = unique_name("ahead");
+    for (std::size_t i = 1; i < 5; ++i) occupy(c[i], p);
+    auto pm = a_rs.new_mutex(p, {.expiry = 200ms, .tries = 1});
+    for (int i = 0; i < 10; ++i) REQUIRE_FALSE(pm.try_lock(redsync::context{}).ok());
+    for (std::size_t i = 1; i < 5; ++i) vacate(c[i], p);
+
+    const auto name = unique_name("in-flight-loss");
+    occupy(c[3], name);
+    c[4].pause();  // A's round waits out its 1 s command timeout on n4
+    auto am = a_rs.new_mutex(name, {.expiry = 2s, .tries = 1, .timeout_factor = 0.5});
+    auto fut = std::async(std::launch::async, [&] { return am.lock(redsync::context{}); });
+    REQUIRE(wait_until(
+        [&] {
+          return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name) &&
+                 redis_client(c[2]).exists(name);
+        },
+        2s));
+    redis_client(c[0]).flushall();
+    redsync::Redsync b_rs(c.uris(), guarded);
+    auto bm = b_rs.new_mutex(name, {.expiry = 200ms, .tries = 1});
+    if (bm.try_lock(redsync::context{})) (void)bm.unlock(redsync::context{});  // meets n0: starts its repair
+    auto ra = fut.get();
+    REQUIRE_MESSAGE(ra.ok(), ra.describe());
+    const auto t = am.token().value;
+    c[4].resume();
+    REQUIRE(am.unlock(redsync::context{}).ok());
+    vacate(c[3], name);
+
+    // Once n0 is repaired and past its guard window, a lock won on n0, n3
+    // and n4 (n1 and n2 busy) gets a token above T.
+    REQUIRE(wait_until(
+        [&] {
+          redis_client n0(c[0]);
+          auto since = n0.command({"HGET", "redsync:node", "since"});
+          if (since.type != redis_client::reply::kind::string) {
+            if (bm.try_lock(redsync::context{}))
+              (void)bm.unlock(redsync::context{});  // keep the repair going
+            return false;
+          }
+          auto now = n0.command({"TIME"});
+          const long long now_ms =
+              std::stoll(now.elements[0].str) * 1000 + std::stoll(now.elements[1].str) / 1000;
+          return now_ms - std::stoll(since.str) > 2600;
+        },
+        15s));
+    occupy(c[1], name);
+    occupy(c[2], name);
+    auto cm = b_rs.new_mutex(name, {.expiry = 200ms, .tries = 1});
+    auto rc = cm.try_lock(redsync::context{});
+    REQUIRE_MESSAGE(rc.ok(), rc.describe());
+    CHECK(cm.token().value > t);
+  }
 }
