@@ -233,6 +233,20 @@ TEST_SUITE("lifetime") {
     }
     CHECK(callbacks.load() == rounds);
     CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2}); }, 3s));
+
+    // The tightest race: an unlock of a mutex that holds nothing ends on the
+    // loop as soon as it runs, while the caller is still registering its
+    // stop callback right after handing the call over.
+    auto idle = rs.new_mutex(unique_name("cancel-race-idle"));
+    std::atomic<int> ended{0};
+    constexpr int quick_rounds = 2000;
+    for (int i = 0; i < quick_rounds; ++i) {
+      std::stop_source stop;
+      idle.unlock_async(redsync::context::cancellable(stop.get_token()),
+                        [&ended](redsync::result r) { ended += r.error == redsync::errc::not_held; });
+      if (i % 2) stop.request_stop();
+    }
+    CHECK(wait_until([&] { return ended.load() == quick_rounds; }, 10s));
   }
 
   TEST_CASE("a release that could not be sent to a frozen node is retried and removes the key it left") {
