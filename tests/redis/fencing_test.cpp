@@ -210,7 +210,9 @@ TEST_SUITE("fencing") {
     auto holder = rs.new_multi_mutex({a, b});
     REQUIRE(holder.lock(redsync::context{}).ok());
     // Without a wake-up this waiter would sleep 10 s between attempts.
-    auto waiter = rs.new_mutex(b, {.tries = 3, .retry_delay = [](int) { return 10s; }});
+    // (Several tries: a wake-up from the fastest node can come before the
+    // release reached the others; every node's announcement wakes it again.)
+    auto waiter = rs.new_mutex(b, {.tries = 10, .retry_delay = [](int) { return 10s; }});
     auto waited = std::async(std::launch::async, [&] { return waiter.lock(redsync::context::timeout(30s)); });
     // In line and subscribed to b's release channel on every node.
     REQUIRE(wait_until(
