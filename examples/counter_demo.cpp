@@ -197,8 +197,9 @@ int run_worker(const settings& s, int fd, int out) {
 // ---- the parent ---------------------------------------------------------------
 
 // One lock and unlock before forking, so that unreachable nodes give one clear
-// message instead of W workers failing. The Redsync (and its loop thread) is
-// gone again before fork().
+// message instead of W workers failing. On a fresh testbed it also waits out
+// the restart guard window (the nodes vote only 2 s after a client first met
+// them). The Redsync (and its loop thread) is gone again before fork().
 bool nodes_reachable(const settings& s) {
   redsync::Redsync rs(s.nodes);
   auto mutex = rs.new_mutex(lock_name, {.expiry = 2s, .tries = 100});
