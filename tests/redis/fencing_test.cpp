@@ -388,4 +388,49 @@ TEST_SUITE("fencing") {
     REQUIRE_MESSAGE(rc.ok(), rc.describe());
     CHECK(cm.token().value > t);
   }
+
+  TEST_CASE("a client with a short expiry keeps a node out for the longest expiry recorded by any client") {
+    cluster c(3);
+    prime_records(c.uris());  // stamps every node now
+    {
+      // Another client locks once with a 3 s expiry: the nodes record it.
+      redsync::Redsync other(c.uris(), fresh_nodes());
+      auto m = other.new_mutex(unique_name("long"), {.expiry = 3s});
+      REQUIRE(m.lock(redsync::context{}).ok());
+      REQUIRE(m.unlock(redsync::context{}).ok());
+    }
+    redsync::Redsync rs(c.uris());  // guard on; its own expiry is only 100 ms
+    auto m = rs.new_mutex(unique_name("short"), {.expiry = 100ms, .tries = 1});
+    auto r = m.lock(redsync::context{});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.nodes_with(redsync::node_status::excluded).size() == 3);
+    CHECK(r.nodes[0].message.find("guard window (3000 ms)") != std::string::npos);
+  }
+
+  TEST_CASE("a node whose data was replaced by a resync (same run_id, new replication id) does not vote") {
+    cluster c(3);
+    prime_records(c.uris());
+    // A copy of node 0 (its record included) made now, then synced back
+    // onto node 0 and detached: node 0 keeps its run_id, but its data (and
+    // replication id) come from elsewhere.
+    redis_server copy;
+    const auto linked = [](redis_server& s) {
+      return redis_client(s).info_field("replication", "master_link_status") == "up";
+    };
+    redis_client(copy).command({"REPLICAOF", "127.0.0.1", std::to_string(c[0].port())});
+    REQUIRE(wait_until([&] { return linked(copy); }, 10s));
+    redis_client(copy).command({"REPLICAOF", "NO", "ONE"});
+    const auto run_id = redis_client(c[0]).info_field("server", "run_id");
+    redis_client(c[0]).command({"REPLICAOF", "127.0.0.1", std::to_string(copy.port())});
+    REQUIRE(wait_until([&] { return linked(c[0]); }, 10s));
+    redis_client(c[0]).command({"REPLICAOF", "NO", "ONE"});
+    REQUIRE(redis_client(c[0]).info_field("server", "run_id") == run_id);
+
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    auto m = rs.new_mutex(unique_name("resynced"), {.tries = 1});
+    auto r = m.lock(redsync::context{});
+    REQUIRE(r.ok());  // nodes 1 and 2
+    CHECK(r.nodes[0].status == redsync::node_status::excluded);
+    CHECK(r.nodes[0].message.find("not verified for this server") != std::string::npos);
+  }
 }
