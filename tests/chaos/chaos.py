@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""scripts/chaos: Jepsen-style fault injection against real redis-server
+nodes, with a checker over the recorded history. See `scripts/chaos --help`
+and docs/chaos.md."""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import checker  # noqa: E402
+import report  # noqa: E402
+from cluster import Cluster  # noqa: E402
+from nemesis import Nemesis, make_schedule  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAMES = ["chaos-a", "chaos-b", "chaos-c"]
+NODES = 5
+RESOURCE_MAGIC = 0x31534F4148435352
+
+# Library clients: (label, mode, expiry ms, fail-fast, work ms).
+CLIENTS = [
+    ("blocking", "blocking", 1000, False, 5),
+    ("blocking-ff", "blocking", 1500, True, 10),
+    ("async", "async", 1000, False, 5),
+    ("auto", "auto", 2000, False, 3000),
+]
+CLI_TTL_MS = 2000
+CLI_LOOPS = 2
+
+# The known-unsafe configurations the checker must catch.
+META = {
+    "meta-pause-unfenced": "client pauses past the expiry, and a resource that does not enforce fencing",
+    "meta-guard-bypassed": "nodes emptied one after another, each at once trusted again with a fresh counter "
+                           "(a broken restart guard)",
+}
+
+
+def create_resource(path, slots, enforce):
+    import struct
+    with open(path, "wb") as f:
+        f.write(struct.pack("<QQQ", RESOURCE_MAGIC, slots, 1 if enforce else 0).ljust(64, b"\0"))
+        f.write(b"\0" * 64 * slots)
+
+
+def start_clients(run_dir, build, uris, duration, seed, config):
+    procs = []
+    clients = CLIENTS
+    if config == "meta-guard-bypassed":
+        # Long sections, checked only before they start: a holder is nearly
+        # always inside one when the nodes lose its keys.
+        clients = [("long-%d" % k, "blocking", 3000, False, 2000) for k in range(3)]
+    for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
+        args = [os.path.join(build, "tests/chaos/chaos_client"), "run", "--nodes", ",".join(uris),
+                "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(NAMES),
+                "--history", os.path.join(run_dir, "history", label + ".jsonl"), "--client", label,
+                "--mode", mode, "--expiry", str(expiry), "--work", str(work), "--duration", str(duration),
+                "--seed", str(seed * 100 + k)]
+        if fail_fast:
+            args.append("--fail-fast")
+        log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
+    return procs
+
+
+def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
+    rng = random.Random(seed * 1000 + k)
+    tool = os.path.join(build, "tools/redsync")
+    client = os.path.join(build, "tests/chaos/chaos_client")
+    wait_ms = 3000
+    with open(os.path.join(run_dir, "logs", "cli%d.log" % k), "a") as log:
+        while time.monotonic() < stop_at:
+            name = rng.choice(NAMES)
+            args = [tool, "lock", "--nodes", ",".join(uris), "--ttl", "%dms" % CLI_TTL_MS,
+                    "--wait", "%dms" % wait_ms, "--kill-grace", "1s", "-q", name, "--",
+                    client, "touch", "--resource", os.path.join(run_dir, "resource.bin"),
+                    "--names", ",".join(NAMES), "--history", os.path.join(run_dir, "history", "cli%d.jsonl" % k),
+                    "--client", "cli%d" % k, "--work", str(rng.randrange(1, 30))]
+            start = time.monotonic_ns()
+            p = subprocess.Popen(args, stdout=log, stderr=log)
+            status = p.wait()
+            entry = {"op": "cli_run", "pid": p.pid, "name": name, "start": start, "end": time.monotonic_ns(),
+                     "status": status, "wait_ns": wait_ms * 1_000_000, "timeout_ns": CLI_TTL_MS * 50_000}
+            with lock:
+                runs_log.write(json.dumps(entry) + "\n")
+                runs_log.flush()
+            time.sleep(rng.uniform(0, 0.05))
+
+
+def run_once(args, config, seed, duration):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = os.path.join(args.out, "%s-%s-seed%d" % (stamp, config, seed))
+    for sub in ("history", "logs", "nodes"):
+        os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    build = args.build
+    resource = os.path.join(run_dir, "resource.bin")
+    create_resource(resource, len(NAMES), enforce=config != "meta-pause-unfenced")
+
+    max_expiry = max(c[2] for c in CLIENTS + [("cli", "", CLI_TTL_MS, False, 0)])
+    if config == "main":
+        schedule = make_schedule(seed, duration, NODES, max_expiry)
+    elif config == "meta-pause-unfenced":
+        schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"client_pause": 1}, gap=(0.2, 0.8))
+    else:
+        max_expiry = 3000
+        schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"restart_empty": 1},
+                                 majority=True, gap=(0.25, 0.5))
+    with open(os.path.join(run_dir, "schedule.json"), "w") as f:
+        json.dump({"seed": seed, "config": config, "faults": schedule}, f, indent=1)
+
+    cluster = Cluster(os.path.join(run_dir, "nodes"), NODES, os.path.join(build, "tests/chaos/chaos_proxy"),
+                      args.redis_server)
+    uris = cluster.uris()
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES, "uris": uris,
+                   "partitions": bool(cluster.firewall.available)}, f)
+    nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
+                      forge=config == "meta-guard-bypassed")
+    procs, threads = [], []
+    runs_log = open(os.path.join(run_dir, "cli-runs.jsonl"), "w")
+    try:
+        start = time.monotonic()
+        stop_at = start + duration
+        nemesis.record("start", seed=seed, config=config)
+        procs = start_clients(run_dir, build, uris, duration, seed, config)
+        if config != "meta-guard-bypassed":
+            lock = threading.Lock()
+            for k in range(CLI_LOOPS):
+                t = threading.Thread(target=cli_loop, args=(k, run_dir, build, uris, stop_at, seed, runs_log, lock),
+                                     daemon=True)
+                t.start()
+                threads.append(t)
+        nemesis.careful_pids = {p.pid for p, c in zip(procs, CLIENTS) if c[1] == "auto"}
+        nemesis.run(schedule, start, stop_at - 1.0, seed)
+        nemesis.heal_everything()
+        for p in procs:
+            try:
+                p.wait(timeout=max(1.0, stop_at - time.monotonic()) + 15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for t in threads:
+            t.join(timeout=15)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+                p.wait()
+        runs_log.close()
+        cluster.close()
+
+    summary = checker.check(run_dir)
+    summary["run_dir"] = run_dir
+    if config == "main":
+        summary["partitions"] = bool(cluster.firewall.available)
+    return summary
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/chaos", description=__doc__)
+    ap.add_argument("--seed", type=int, help="replay this seed (default: a random one, printed)")
+    ap.add_argument("--duration", type=int, default=100, help="seconds of the main run (default 100)")
+    ap.add_argument("--long", action="store_true", help="a 30-minute main run")
+    ap.add_argument("--meta-duration", type=int, default=20, help="seconds of each meta run (default 20)")
+    ap.add_argument("--no-meta", action="store_true", help="skip the meta-test")
+    ap.add_argument("--meta-only", action="store_true", help="only the meta-test")
+    ap.add_argument("--build", default=os.path.join(REPO, "build"), help="the build folder (default build/)")
+    ap.add_argument("--out", default=os.path.join(REPO, ".chaos"), help="where run folders go (default .chaos/)")
+    ap.add_argument("--redis-server", default=os.environ.get("REDSYNC_REDIS_SERVER", "redis-server"))
+    args = ap.parse_args()
+    if args.long:
+        args.duration = 1800
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    print("chaos: seed %d (replay with scripts/chaos --seed %d)" % (seed, seed), flush=True)
+    if not os.environ.get("REDSYNC_CHAOS_NETNS"):
+        print("chaos: not in a network namespace of its own (needs root): partitions are skipped", flush=True)
+
+    failed = False
+    summaries = []
+    if not args.meta_only:
+        s = run_once(args, "main", seed, args.duration)
+        summaries.append(s)
+        print(report.summary_line(s), flush=True)
+        if any(s["violations"].values()):
+            failed = True
+            print("chaos: VIOLATIONS; history, schedule and node logs kept in %s" % s["run_dir"], flush=True)
+            print(json.dumps(s["examples"], indent=1), flush=True)
+        else:
+            print("chaos: no violation; run folder %s" % s["run_dir"], flush=True)
+    if not args.no_meta:
+        for config, what in META.items():
+            s = run_once(args, config, seed, args.meta_duration)
+            summaries.append(s)
+            seen = sum(s["violations"].values())
+            print(report.summary_line(s), flush=True)
+            if seen == 0:
+                failed = True
+                print("chaos: META-TEST FAILED: the checker saw no violation in a known-unsafe run (%s); "
+                      "run folder %s" % (what, s["run_dir"]), flush=True)
+            else:
+                print("chaos: meta-test passed: %d violations seen, as expected of %s" % (seen, what), flush=True)
+    out = os.path.join(args.out, "latest")
+    os.makedirs(out, exist_ok=True)
+    report.write(out, summaries)
+    print("chaos: summary in %s/summary.json and summary.md" % out, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+// A chaos client: contends for a few lock names and records every call and
+// every critical section in its history, for tests/chaos/checker.py.
+//
+//   chaos_client run --nodes URI,... --resource FILE --names a,b --history FILE
+//                    --mode blocking|async|auto [--expiry MS] [--fail-fast]
+//                    [--work MS] [--duration S] [--seed N] [--lock-timeout MS]
+//   chaos_client touch --resource FILE --names a,b --history FILE [--work MS]
+//
+// `run` is a library client (blocking API, async API, or blocking with
+// auto-extension and long sections). `touch` is the command that
+// `redsync lock NAME -- chaos_client touch ...` runs: one section with the
+// token the tool passes in REDSYNC_FENCING_TOKEN.
+#include <redsync/redsync.hpp>
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <future>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "history.hpp"
+#include "section.hpp"
+#include "shared_resource.hpp"
+
+using namespace std::chrono_literals;
+using redsync::chaos::history;
+using redsync::chaos::json_string;
+using redsync::chaos::to_ns;
+
+namespace {
+
+struct arguments {
+  std::map<std::string, std::string> values;
+  bool has(const std::string& k) const { return values.count(k) != 0; }
+  std::string get(const std::string& k, const std::string& fallback = {}) const {
+    auto it = values.find(k);
+    if (it != values.end()) return it->second;
+    if (fallback.empty()) throw std::invalid_argument("missing --" + k);
+    return fallback;
+  }
+  long number(const std::string& k, long fallback) const {
+    if (!has(k)) return fallback;
+    const std::string& v = values.at(k);
+    std::size_t used = 0;
+    const long n = std::stol(v, &used);
+    if (used != v.size() || n < 0) throw std::invalid_argument("--" + k + ": not a count: \"" + v + "\"");
+    return n;
+  }
+};
+
+arguments parse(int argc, char** argv) {
+  arguments a;
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument \"" + k + "\"");
+    k = k.substr(2);
+    if (k == "fail-fast") {
+      a.values[k] = "1";
+    } else if (i + 1 < argc) {
+      a.values[k] = argv[++i];
+    } else {
+      throw std::invalid_argument("--" + k + " needs a value");
+    }
+  }
+  return a;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const auto end = comma == std::string::npos ? s.size() : comma;
+    if (end > start) out.push_back(s.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// What the checker needs of a result: the error and each node's status.
+std::string result_fields(const redsync::result& r) {
+  std::string nodes;
+  for (const auto& n : r.nodes) {
+    if (!nodes.empty()) nodes += ',';
+    nodes += json_string(redsync::to_string(n.status));
+  }
+  return fmt::format(R"("ok":{},"error":{},"attempts":{},"nodes":[{}])", static_cast<bool>(r),
+                     json_string(r ? "" : r.error.message()), r.attempts, nodes);
+}
+
+redsync::result wait_for(std::future<redsync::result> f) { return f.get(); }
+
+int run_client(const arguments& a) {
+  const auto names = split(a.get("names"));
+  const std::string mode = a.get("mode");
+  if (mode != "blocking" && mode != "async" && mode != "auto")
+    throw std::invalid_argument("--mode: expected blocking, async or auto, got \"" + mode + "\"");
+  const auto expiry = std::chrono::milliseconds(a.number("expiry", 1000));
+  const auto work = std::chrono::milliseconds(a.number("work", mode == "auto" ? expiry.count() : 5));
+  const auto duration = std::chrono::seconds(a.number("duration", 60));
+  const auto lock_timeout = std::chrono::milliseconds(a.number("lock-timeout", 3000));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(a.number("seed", ::getpid())));
+
+  redsync::chaos::shared_resource resource(a.get("resource"));
+  history h(a.get("history"), a.get("client", mode));
+  redsync::Redsync rs(split(a.get("nodes")), redsync::redsync_options{.connect_timeout = 300ms});
+
+  redsync::mutex_options options{.expiry = expiry, .fail_fast = a.has("fail-fast"), .auto_extend = mode == "auto"};
+  std::vector<redsync::Mutex> mutexes;
+  for (const auto& n : names) mutexes.push_back(rs.new_mutex(n, options));
+
+  h.record("start", fmt::format(R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{})",
+                                mode, expiry.count(), work.count(), lock_timeout.count(),
+                                static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor),
+                                options.fail_fast));
+  const auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::size_t slot = std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng);
+    auto& m = mutexes[slot];
+    const auto ctx = redsync::context::timeout(lock_timeout);
+    const auto start = std::chrono::steady_clock::now();
+    redsync::result r = mode == "async" ? wait_for(m.lock_future(ctx)) : m.lock(ctx);
+    const auto stop = std::chrono::steady_clock::now();
+    h.record("lock", fmt::format(R"("name":{},"start":{},"end":{},"deadline":{},"token":{},"until":{},{})",
+                                 json_string(names[slot]), to_ns(start), to_ns(stop), to_ns(ctx.deadline),
+                                 r ? m.token().value : 0, r ? to_ns(m.until()) : 0, result_fields(r)));
+    if (!r) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 100)(rng)));
+      continue;
+    }
+    // A holder acts only with time left on its validity, as the README asks.
+    if (m.until() - std::chrono::steady_clock::now() > work + expiry / 10 || mode == "auto") {
+      redsync::chaos::section_plan plan{
+          .slot = slot,
+          .name = names[slot],
+          .token = m.token().value,
+          .until_ns = to_ns(m.until()),
+          .work = std::chrono::milliseconds(std::uniform_int_distribution<long>(0, work.count())(rng)),
+      };
+      if (mode == "auto") {
+        plan.still_held = [&m] { return m.held(); };
+        plan.until_at_leave = [&m] { return to_ns(m.until()); };
+      }
+      redsync::chaos::run_section(resource, h, plan);
+    } else {
+      h.record("late", fmt::format(R"("name":{},"token":{})", json_string(names[slot]), m.token().value));
+    }
+    const auto u_start = std::chrono::steady_clock::now();
+    redsync::result u = mode == "async" ? wait_for(m.unlock_future()) : m.unlock(redsync::context{});
+    h.record("unlock", fmt::format(R"("name":{},"start":{},"end":{},"token":{},{})", json_string(names[slot]),
+                                   to_ns(u_start), to_ns(std::chrono::steady_clock::now()), m.token().value,
+                                   result_fields(u)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 20)(rng)));
+  }
+  h.record("stop", "");
+  return 0;
+}
+
+pid_t parent_of(pid_t pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (f == nullptr) return 0;
+  char buf[512] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string line(buf, n);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  int ppid = 0;
+  char state = 0;
+  if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) != 2) return 0;
+  return ppid;
+}
+
+int run_touch(const arguments& a) {
+  const auto names = split(a.get("names"));
+  const char* name = std::getenv("REDSYNC_LOCK_NAME");
+  const char* token = std::getenv("REDSYNC_FENCING_TOKEN");
+  if (name == nullptr || token == nullptr) throw std::invalid_argument("touch runs under `redsync lock` (no REDSYNC_LOCK_NAME)");
+  std::size_t slot = names.size();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) slot = i;
+  if (slot == names.size()) throw std::invalid_argument(std::string("lock name not in --names: ") + name);
+  redsync::chaos::shared_resource resource(a.get("resource"));
+  history h(a.get("history"), a.get("client", "cli"));
+  const pid_t supervisor = ::getppid();
+  h.record("command", fmt::format(R"("name":{},"token":{},"supervisor":{},"tool":{})", json_string(name),
+                                  token, supervisor, parent_of(supervisor)));
+  redsync::chaos::section_plan plan{
+      .slot = slot,
+      .name = name,
+      .token = std::stoull(token),
+      .work = std::chrono::milliseconds(a.number("work", 5)),
+  };
+  redsync::chaos::run_section(resource, h, plan);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string command = argc > 1 ? argv[1] : "";
+    if (command == "run") return run_client(parse(argc, argv));
+    if (command == "touch") return run_touch(parse(argc, argv));
+    fmt::print(stderr, "usage: chaos_client run|touch --option value ... (see the source's header)\n");
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "chaos_client: {}\n", e.what());
+    return 2;
+  }
+}

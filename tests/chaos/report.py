@@ -1,0 +1,52 @@
+"""What a run prints and leaves behind: one summary line, summary.json and
+summary.md."""
+
+import json
+import os
+
+
+def _counts(d):
+    return " ".join("%s=%d" % (k, d[k]) for k in sorted(d)) or "none"
+
+
+def summary_line(s):
+    o = s["operations"]
+    return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d sections, %d redsync-lock runs; "
+            "faults: %s; violations: %s" % (
+                s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"], o["sections"],
+                o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])))
+
+
+def markdown(s):
+    o, ob = s["operations"], s["observed"]
+    rows = [
+        "## Chaos run `%s`, seed %d, %d s" % (s["config"], s["seed"], s["duration_s"]),
+        "",
+        "| what | count |",
+        "| --- | --- |",
+        "| lock calls (library clients) | %d |" % o["lock_calls"],
+        "| acquired (liveness) | %d (%.1f%%) |" % (o["lock_ok"], 100 * o["liveness"]),
+        "| critical sections | %d |" % o["sections"],
+        "| `redsync lock` runs | %d (exit statuses: %s) |" % (o["cli_runs"], _counts(o["cli_exit_status"])),
+        "| fencing enforced by the resource | %s |" % ("yes" if s["fencing_enforced"] else "no (meta-test)"),
+    ]
+    for k in sorted(s["faults"]):
+        rows.append("| fault: %s | %d |" % (k, s["faults"][k]))
+    for k in sorted(s["skipped_faults"]):
+        rows.append("| fault skipped: %s | %d |" % (k, s["skipped_faults"][k]))
+    for k in sorted(ob):
+        rows.append("| observed: %s | %d |" % (k.replace("_", " "), ob[k]))
+    for k in sorted(s["violations"]):
+        rows.append("| **violation: %s** | **%d** |" % (k.replace("_", " "), s["violations"][k]))
+    if o["lock_errors"]:
+        rows.append("")
+        rows.append("Failed lock calls by error: " + ", ".join(
+            "%s: %d" % (k, n) for k, n in sorted(o["lock_errors"].items())))
+    return "\n".join(rows) + "\n"
+
+
+def write(run_dir, summaries):
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        json.dump(summaries, f, indent=2)
+    with open(os.path.join(run_dir, "summary.md"), "w") as f:
+        f.write("\n".join(markdown(s) for s in summaries))
