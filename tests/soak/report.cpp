@@ -156,8 +156,18 @@ std::string run_report::summary() const {
       }
     }
   }
-  for (const auto& p : problems) out += "\nsoak: FAIL: " + p;
-  for (const auto& e : fault_errors) out += "\nsoak: note: a fault could not be injected: " + e;
+  // A run that breaks tends to break the same way many times: the first few
+  // say what happened, the JSON has them all.
+  constexpr std::size_t shown = 5;
+  for (std::size_t i = 0; i < problems.size() && i < shown; ++i) out += "\nsoak: FAIL: " + problems[i];
+  if (problems.size() > shown) out += fmt::format("\nsoak: FAIL: ... and {} more", problems.size() - shown);
+  for (std::size_t i = 0; i < fault_errors.size() && i < shown; ++i) {
+    out += "\nsoak: note: a fault could not be injected: " + fault_errors[i];
+  }
+  if (fault_errors.size() > shown) {
+    out += fmt::format("\nsoak: note: ... and {} more faults could not be injected",
+                       fault_errors.size() - shown);
+  }
   return out;
 }
 

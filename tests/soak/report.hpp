@@ -37,7 +37,11 @@ namespace redsync::soak {
 // one fd or one handle (bounds 8 over the baseline), 1 KiB (RSS: 88 MiB), and
 // one allocation of any size (the heap: every malloc block takes at least
 // 32 bytes, 2.7 MiB in all). A shorter run (--cycles) has the same bounds,
-// so it catches only larger leaks.
+// so it catches only larger leaks. Checked by leaking, per cycle, in a copy
+// of the soak: 1 KiB (RSS 15.3 -> 105.0 MiB, heap 10.9 -> 100.2 MiB: both
+// failed), 24 bytes (heap 1.3 -> 4.2 MiB: failed; RSS +3.4 MiB passed), one
+// fd (dup: failed at the fd limit) and, on the loop thread, one uv_timer_t
+// (handles 4272 -> 43459: failed, as did the post-destruction checks).
 
 /// Open fds may end at most this many above the baseline.
 constexpr int fd_slack = 8;

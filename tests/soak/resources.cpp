@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,14 @@ namespace redsync::soak {
 fd_counts open_fds() {
   fd_counts out;
   DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr && errno == EMFILE) {
+    // Not one fd left to list them with: every fd below the limit is open.
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    out.total = static_cast<int>(limit.rlim_cur);
+    out.sockets = -1;
+    return out;
+  }
   if (dir == nullptr) throw std::runtime_error(std::string("opendir /proc/self/fd: ") + std::strerror(errno));
   const int own = ::dirfd(dir);
   while (const dirent* e = ::readdir(dir)) {

@@ -20,8 +20,11 @@ namespace redsync::soak {
 /// the one that lists them.
 struct fd_counts {
   int total = 0;
-  int sockets = 0;  ///< those that are sockets (`socket:[inode]`)
+  int sockets = 0;  ///< those that are sockets (`socket:[inode]`); -1 when unknown
 };
+/// When no fd is left to list them with (EMFILE), `total` is the limit
+/// (RLIMIT_NOFILE) and `sockets` -1. Throws std::runtime_error if
+/// /proc/self/fd cannot be read otherwise.
 fd_counts open_fds();
 
 /// Resident set size of this process in bytes (/proc/self/statm).

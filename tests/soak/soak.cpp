@@ -246,9 +246,14 @@ sample take_sample(loop_thread& loop, std::uint64_t cycle, clock::time_point sta
     report.problems.push_back(
         fmt::format("at cycle {}, the libuv loop did not count its handles within 5 s", cycle));
   }
-  s.fds = open_fds();
-  s.rss = rss_bytes();
-  s.heap = heap_in_use();
+  try {
+    s.fds = open_fds();
+    s.rss = rss_bytes();
+    s.heap = heap_in_use();
+  } catch (const std::exception& e) {
+    // Reported, not thrown: the lockers are still running.
+    report.problems.push_back(fmt::format("at cycle {}: {}", cycle, e.what()));
+  }
   s.ok = t.ok.load();
   s.failed = t.failed();
   return s;
