@@ -32,15 +32,20 @@ CLIENTS = [
     ("blocking-ff", "blocking", 1500, True, 10),
     ("async", "async", 1000, False, 5),
     ("auto", "auto", 2000, False, 3000),
+    # Long sections checked only before they start: a holder is nearly always
+    # inside one when a fault strikes.
+    ("long", "blocking", 3000, False, 1500),
 ]
 CLI_TTL_MS = 2000
 CLI_LOOPS = 2
 
 # The known-unsafe configurations the checker must catch.
+# config: (what it is, the violation kinds the checker must report in it)
 META = {
-    "meta-pause-unfenced": "client pauses past the expiry, and a resource that does not enforce fencing",
-    "meta-guard-bypassed": "nodes emptied one after another, each at once trusted again with a fresh counter "
-                           "(a broken restart guard)",
+    "meta-pause-unfenced": ("client pauses past the expiry, and a resource that does not enforce fencing",
+                            ["stale_write_accepted", "lost_update"]),
+    "meta-guard-bypassed": ("nodes emptied one after another, each at once trusted again with a fresh "
+                            "counter (a broken restart guard)", ["two_holders", "token_not_increasing"]),
 }
 
 
@@ -51,13 +56,17 @@ def create_resource(path, slots, enforce):
         f.write(b"\0" * 64 * slots)
 
 
-def start_clients(run_dir, build, uris, duration, seed, config):
-    procs = []
-    clients = CLIENTS
+def clients_of(config):
     if config == "meta-guard-bypassed":
         # Long sections, checked only before they start: a holder is nearly
         # always inside one when the nodes lose its keys.
-        clients = [("long-%d" % k, "blocking", 3000, False, 2000) for k in range(3)]
+        return [("long-%d" % k, "blocking", 3000, False, 2000) for k in range(3)]
+    return CLIENTS
+
+
+def start_clients(run_dir, build, uris, duration, seed, config):
+    procs = []
+    clients = clients_of(config)
     for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
         args = [os.path.join(build, "tests/chaos/chaos_client"), "run", "--nodes", ",".join(uris),
                 "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(NAMES),
@@ -76,6 +85,7 @@ def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
     tool = os.path.join(build, "tools/redsync")
     client = os.path.join(build, "tests/chaos/chaos_client")
     wait_ms = 3000
+    n = 0
     with open(os.path.join(run_dir, "logs", "cli%d.log" % k), "a") as log:
         while time.monotonic() < stop_at:
             name = rng.choice(NAMES)
@@ -84,10 +94,13 @@ def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
                     client, "touch", "--resource", os.path.join(run_dir, "resource.bin"),
                     "--names", ",".join(NAMES), "--history", os.path.join(run_dir, "history", "cli%d.jsonl" % k),
                     "--client", "cli%d" % k, "--work", str(rng.randrange(1, 30))]
+            run = "cli%d-%d" % (k, n)
+            n += 1
             start = time.monotonic_ns()
-            p = subprocess.Popen(args, stdout=log, stderr=log)
+            p = subprocess.Popen(args, stdout=log, stderr=log, env=dict(os.environ, CHAOS_RUN_ID=run))
             status = p.wait()
-            entry = {"op": "cli_run", "pid": p.pid, "name": name, "start": start, "end": time.monotonic_ns(),
+            entry = {"op": "cli_run", "run": run, "pid": p.pid, "name": name, "start": start,
+                     "end": time.monotonic_ns(),
                      "status": status, "wait_ns": wait_ms * 1_000_000, "timeout_ns": CLI_TTL_MS * 50_000}
             with lock:
                 runs_log.write(json.dumps(entry) + "\n")
@@ -123,7 +136,7 @@ def run_once(args, config, seed, duration):
         json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES, "uris": uris,
                    "partitions": bool(cluster.firewall.available)}, f)
     nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
-                      forge=config == "meta-guard-bypassed")
+                      forge=config == "meta-guard-bypassed", majority=config == "meta-guard-bypassed")
     procs, threads = [], []
     runs_log = open(os.path.join(run_dir, "cli-runs.jsonl"), "w")
     try:
@@ -138,17 +151,20 @@ def run_once(args, config, seed, duration):
                                      daemon=True)
                 t.start()
                 threads.append(t)
-        nemesis.careful_pids = {p.pid for p, c in zip(procs, CLIENTS) if c[1] == "auto"}
+        nemesis.careful_pids = {p.pid for p, c in zip(procs, clients_of(config)) if c[1] == "auto"}
         nemesis.run(schedule, start, stop_at - 1.0, seed)
         nemesis.heal_everything()
-        for p in procs:
-            try:
-                p.wait(timeout=max(1.0, stop_at - time.monotonic()) + 15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        with open(os.path.join(run_dir, "clients.jsonl"), "w") as out:
+            for p, c in zip(procs, clients_of(config)):
+                try:
+                    status = p.wait(timeout=max(1.0, stop_at - time.monotonic()) + 15)
+                except subprocess.TimeoutExpired:
+                    status = "hung: killed 15 s after the run's end"
+                    p.kill()
+                    p.wait()
+                out.write(json.dumps({"client": c[0], "pid": p.pid, "status": status}) + "\n")
         for t in threads:
-            t.join(timeout=15)
+            t.join(timeout=30)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -180,7 +196,10 @@ def main():
     if args.long:
         args.duration = 1800
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    print("chaos: seed %d (replay with scripts/chaos --seed %d)" % (seed, seed), flush=True)
+    replay = "scripts/chaos --seed %d --duration %d" % (seed, args.duration)
+    if args.no_meta:
+        replay += " --no-meta"
+    print("chaos: seed %d (replay with %s)" % (seed, replay), flush=True)
     if not os.environ.get("REDSYNC_CHAOS_NETNS"):
         print("chaos: not in a network namespace of its own (needs root): partitions are skipped", flush=True)
 
@@ -197,17 +216,18 @@ def main():
         else:
             print("chaos: no violation; run folder %s" % s["run_dir"], flush=True)
     if not args.no_meta:
-        for config, what in META.items():
+        for config, (what, expected) in META.items():
             s = run_once(args, config, seed, args.meta_duration)
             summaries.append(s)
-            seen = sum(s["violations"].values())
             print(report.summary_line(s), flush=True)
-            if seen == 0:
+            missing = [k for k in expected if s["violations"][k] == 0]
+            if missing:
                 failed = True
-                print("chaos: META-TEST FAILED: the checker saw no violation in a known-unsafe run (%s); "
-                      "run folder %s" % (what, s["run_dir"]), flush=True)
+                print("chaos: META-TEST FAILED: the checker did not report %s in a known-unsafe run (%s); "
+                      "run folder %s" % (", ".join(missing), what, s["run_dir"]), flush=True)
             else:
-                print("chaos: meta-test passed: %d violations seen, as expected of %s" % (seen, what), flush=True)
+                print("chaos: meta-test passed: %s reported, as expected of %s" % (
+                    ", ".join("%s=%d" % (k, s["violations"][k]) for k in expected), what), flush=True)
     out = os.path.join(args.out, "latest")
     os.makedirs(out, exist_ok=True)
     report.write(out, summaries)

@@ -97,7 +97,9 @@ std::string result_fields(const redsync::result& r) {
                      json_string(r ? "" : r.error.message()), r.attempts, nodes);
 }
 
-redsync::result wait_for(std::future<redsync::result> f) { return f.get(); }
+redsync::result wait_for(std::future<redsync::result> f) {
+  return f.get();
+}
 
 int run_client(const arguments& a) {
   const auto names = split(a.get("names"));
@@ -114,27 +116,35 @@ int run_client(const arguments& a) {
   history h(a.get("history"), a.get("client", mode));
   redsync::Redsync rs(split(a.get("nodes")), redsync::redsync_options{.connect_timeout = 300ms});
 
-  redsync::mutex_options options{.expiry = expiry, .fail_fast = a.has("fail-fast"), .auto_extend = mode == "auto"};
+  redsync::mutex_options options{
+      .expiry = expiry, .fail_fast = a.has("fail-fast"), .auto_extend = mode == "auto"};
   std::vector<redsync::Mutex> mutexes;
   for (const auto& n : names) mutexes.push_back(rs.new_mutex(n, options));
 
-  h.record("start", fmt::format(R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{})",
-                                mode, expiry.count(), work.count(), lock_timeout.count(),
-                                static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor),
-                                options.fail_fast));
+  h.record(
+      "start",
+      fmt::format(
+          R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{})",
+          mode, expiry.count(), work.count(), lock_timeout.count(),
+          static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor),
+          options.fail_fast));
   const auto end = std::chrono::steady_clock::now() + duration;
   while (std::chrono::steady_clock::now() < end) {
     const std::size_t slot = std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng);
     auto& m = mutexes[slot];
     const auto ctx = redsync::context::timeout(lock_timeout);
     const auto start = std::chrono::steady_clock::now();
+    // Recorded before the call, so a call that never returns is seen.
+    h.record("lock_begin", fmt::format(R"("name":{},"start":{},"deadline":{})", json_string(names[slot]),
+                                       to_ns(start), to_ns(ctx.deadline)));
     redsync::result r = mode == "async" ? wait_for(m.lock_future(ctx)) : m.lock(ctx);
     const auto stop = std::chrono::steady_clock::now();
     h.record("lock", fmt::format(R"("name":{},"start":{},"end":{},"deadline":{},"token":{},"until":{},{})",
                                  json_string(names[slot]), to_ns(start), to_ns(stop), to_ns(ctx.deadline),
                                  r ? m.token().value : 0, r ? to_ns(m.until()) : 0, result_fields(r)));
     if (!r) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 100)(rng)));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 100)(rng)));
       continue;
     }
     // A holder acts only with time left on its validity, as the README asks.
@@ -155,6 +165,8 @@ int run_client(const arguments& a) {
       h.record("late", fmt::format(R"("name":{},"token":{})", json_string(names[slot]), m.token().value));
     }
     const auto u_start = std::chrono::steady_clock::now();
+    h.record("unlock_begin",
+             fmt::format(R"("name":{},"start":{})", json_string(names[slot]), to_ns(u_start)));
     redsync::result u = mode == "async" ? wait_for(m.unlock_future()) : m.unlock(redsync::context{});
     h.record("unlock", fmt::format(R"("name":{},"start":{},"end":{},"token":{},{})", json_string(names[slot]),
                                    to_ns(u_start), to_ns(std::chrono::steady_clock::now()), m.token().value,
@@ -184,7 +196,8 @@ int run_touch(const arguments& a) {
   const auto names = split(a.get("names"));
   const char* name = std::getenv("REDSYNC_LOCK_NAME");
   const char* token = std::getenv("REDSYNC_FENCING_TOKEN");
-  if (name == nullptr || token == nullptr) throw std::invalid_argument("touch runs under `redsync lock` (no REDSYNC_LOCK_NAME)");
+  if (name == nullptr || token == nullptr)
+    throw std::invalid_argument("touch runs under `redsync lock` (no REDSYNC_LOCK_NAME)");
   std::size_t slot = names.size();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) slot = i;
@@ -192,8 +205,10 @@ int run_touch(const arguments& a) {
   redsync::chaos::shared_resource resource(a.get("resource"));
   history h(a.get("history"), a.get("client", "cli"));
   const pid_t supervisor = ::getppid();
-  h.record("command", fmt::format(R"("name":{},"token":{},"supervisor":{},"tool":{})", json_string(name),
-                                  token, supervisor, parent_of(supervisor)));
+  const char* run = std::getenv("CHAOS_RUN_ID");  // set by the harness for the tool, inherited
+  h.record("command",
+           fmt::format(R"("name":{},"token":{},"supervisor":{},"tool":{},"run":{})", json_string(name), token,
+                       supervisor, parent_of(supervisor), json_string(run != nullptr ? run : "")));
   redsync::chaos::section_plan plan{
       .slot = slot,
       .name = name,

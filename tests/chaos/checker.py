@@ -1,26 +1,40 @@
 """The checker: reads a run's recorded history and reports what it shows.
 
-Inputs (in the run folder): history/*.jsonl (clients and the commands run by
-`redsync lock`), cli-runs.jsonl (each `redsync lock` invocation),
-nemesis.jsonl, and the resource file's final state. All times are
-CLOCK_MONOTONIC nanoseconds, the same clock in every process.
+Inputs (in the run folder): history/*.jsonl (the library clients and the
+commands run by `redsync lock`), cli-runs.jsonl (each `redsync lock`
+invocation), clients.jsonl (how each client process ended), nemesis.jsonl,
+and the resource file's final state. All times are CLOCK_MONOTONIC
+nanoseconds, the same clock in every process. Events are grouped by the
+random process id ("proc") each history line carries, never by pid (pids are
+reused within a long run).
+
+A *grant* is a successful acquisition: for a library client, from the return
+of `lock` to the earlier of its `until` (the latest one it saw, as
+auto-extension moves it) and the start of its `unlock`; for a command run by
+`redsync lock`, from the command's start to its leaving the critical
+section, or to its last record if it was killed (the tool extends the lock
+while the command runs and kills it when the lock is lost).
 
 Violations (each must be 0):
-- two_holders: a section entered the resource while another section still
-  occupied it, and neither holder was paused by the nemesis nor past the
-  validity its lock reported (`until`). An overlap that a pause or an
-  overstayed validity explains is counted apart: Redlock cannot prevent it,
-  fencing must make it harmless.
-- stale_write_accepted: a write accepted although a higher token had touched
-  the resource since (possible only with fencing off: the meta-test).
-- lost_update: an accepted write that overwrote another section's increment,
-  or a final counter that differs from the number of accepted writes.
-- token_not_increasing: a section whose lock was acquired after an earlier
-  section of the same name had ended, with a token not above that section's.
-- unbounded_call: a lock call that returned later than its deadline plus one
-  per-node command timeout (plus scheduling slack), or an unlock later than
-  one command timeout plus slack, while its process was not paused; a
-  `redsync lock` that gave up later than --wait plus slack.
+- two_holders: a grant of a name begins inside another grant of the same
+  name. A client pause does not excuse it (a pause does not shorten a lock's
+  validity); only a stopped `redsync lock` process does, since a stopped tool
+  can neither extend nor kill its command (a documented limit).
+- token_not_increasing: a grant whose token is not above the token of every
+  grant of its name that had begun before its lock call started (a token
+  that does not fit the resource's 32 bits counts too).
+- stale_write_accepted: the resource accepted a write although a higher token
+  had touched it since (possible only with fencing off: the meta-test).
+- lost_update: an accepted write overwrote another's increment, or the final
+  counter differs from the accepted writes (allowing for writers killed
+  between the write and its record).
+- unbounded_call: `lock` returned later than its deadline plus one per-node
+  command timeout plus slack, or `unlock` later than one command timeout plus
+  slack (unless the nemesis stopped that process meanwhile); a `redsync lock`
+  that took longer than --wait plus slack to start its command or give up.
+- unfinished_call: a call that began and never returned.
+- process_failed: a client that exited with an error, or a `redsync lock`
+  that exited with a status other than the command's 0, 69, 75 or 79.
 """
 
 import glob
@@ -28,11 +42,16 @@ import json
 import os
 import struct
 
-SLACK_NS = 500_000_000  # scheduling slack on a loaded 2-core machine
+SLACK_NS = 300_000_000  # scheduling slack on a loaded 2-core machine
+CLI_OK_STATUS = {0, 69, 75, 79}
+KINDS = ("two_holders", "token_not_increasing", "stale_write_accepted", "lost_update", "unbounded_call",
+         "unfinished_call", "process_failed")
 
 
 def load_lines(path):
     out = []
+    if not os.path.exists(path):
+        return out
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -57,7 +76,7 @@ def read_resource(path, names):
 
 
 class Pauses:
-    """When each client process was stopped by the nemesis."""
+    """When each process was stopped by the nemesis (by pid, with times)."""
 
     def __init__(self, nemesis):
         self.by_pid = {}
@@ -80,200 +99,230 @@ class Pauses:
         return False
 
 
-def sections_of(events):
-    """Critical sections keyed by marker, with the lock call that led to each."""
-    sections = {}
-    by_pid = {}
-    for e in events:
-        by_pid.setdefault(e.get("pid"), []).append(e)
-    for pid, evs in by_pid.items():
-        evs.sort(key=lambda e: e["t"])
-        last_lock = None
-        command = None
-        current = None  # a process runs one section at a time
-        for e in evs:
-            op = e["op"]
-            if op == "lock":
-                last_lock = e
-            elif op == "command":
-                command = e
-            elif op == "enter":
-                s = {"pid": pid, "client": e.get("client"), "name": e["name"], "token": e["token"],
-                     "marker": e["marker"], "enter": e["t"], "leave": None, "until": e["until"],
-                     "prev": e["prev"], "prev_alive": e["prev_alive"], "last": e["t"], "writes": [],
-                     "pids": [pid]}
-                if last_lock is not None and last_lock.get("ok") and last_lock["token"] == e["token"]:
-                    s["lock_start"], s["lock_end"] = last_lock["start"], last_lock["end"]
-                elif command is not None:
-                    s["pids"] += [command.get("supervisor"), command.get("tool")]
-                    s["tool"] = command.get("tool")
-                sections[e["marker"]] = s
-                current = s
-            elif op in ("touch", "write", "abandon", "leave"):
-                s = current if op != "leave" else sections.get(e["marker"])
-                if s is None:
-                    continue
-                s["last"] = e["t"]
-                if op == "leave":
-                    s["leave"] = e["t"]
-                    if e.get("until"):
-                        s["until"] = e["until"]
-                elif op == "write":
-                    s["writes"].append(e)
+class Checker:
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.meta = json.load(open(os.path.join(run_dir, "run.json")))
+        self.names = self.meta["names"]
+        self.events = []
+        for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
+            self.events += load_lines(path)
+        self.nemesis = load_lines(os.path.join(run_dir, "nemesis.jsonl"))
+        self.cli_runs = {r["run"]: r for r in load_lines(os.path.join(run_dir, "cli-runs.jsonl"))}
+        self.clients = load_lines(os.path.join(run_dir, "clients.jsonl"))
+        self.enforce, self.final = read_resource(os.path.join(run_dir, "resource.bin"), self.names)
+        self.pauses = Pauses(self.nemesis)
+        self.v = {k: 0 for k in KINDS}
+        self.examples = {k: [] for k in KINDS}
+        self.observed = {"overlaps_at_resource": 0, "stale_writes_attempted": 0, "stale_writes_accepted": 0,
+                         "touches_refused": 0, "writes_accepted": 0, "writes_unrecorded": 0, "abandoned": 0,
+                         "late_grants": 0, "tool_pauses_excusing_overlap": 0}
+        self.grants = []
+        self.locks = []
+
+    def violation(self, kind, detail):
+        self.v[kind] += 1
+        if len(self.examples[kind]) < 5:
+            self.examples[kind].append(detail)
+
+    # -- reading the history ------------------------------------------------
+
+    def replay(self):
+        by_proc = {}
+        for e in self.events:
+            by_proc.setdefault(e.get("proc"), []).append(e)
+        self.writes = []
+        self.timeout_ns = {}
+        for proc, evs in by_proc.items():
+            evs.sort(key=lambda e: e["t"])
+            open_calls = {}
+            grant = None
+            writes_pending = 0
+            for e in evs:
+                op = e["op"]
+                if op == "start":
+                    self.timeout_ns[proc] = e["timeout_ms"] * 1_000_000
+                elif op in ("lock_begin", "unlock_begin"):
+                    open_calls[op[:-6]] = e
+                elif op == "lock":
+                    open_calls.pop("lock", None)
+                    self.locks.append(e)
+                    self.check_call_bound(e, e["deadline"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "lock")
+                    if e.get("ok"):
+                        grant = {"proc": proc, "pids": [e["pid"]], "name": e["name"], "token": e["token"],
+                                 "start": e["start"], "granted": e["end"], "until": e["until"], "released": None,
+                                 "cli": False}
+                        self.grants.append(grant)
+                elif op == "unlock":
+                    open_calls.pop("unlock", None)
+                    if grant is not None and not grant["cli"] and grant["released"] is None:
+                        grant["released"] = e["start"]
+                    self.check_call_bound(e, e["start"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "unlock")
+                elif op == "command":
+                    run = self.cli_runs.get(e.get("run"), {})
+                    grant = {"proc": proc, "pids": [e["pid"]], "name": e["name"], "token": int(e["token"]),
+                             "start": run.get("start", e["t"]), "granted": e["t"], "until": None,
+                             "released": None, "end": None, "left": None, "cli": True,
+                             "tool": [p for p in (e.get("tool"), e.get("supervisor")) if p], "run": run}
+                    self.grants.append(grant)
+                elif op == "token_overflow":
+                    self.violation("token_not_increasing", {"why": "token beyond 32 bits", "token": e["token"]})
+                elif op == "late":
+                    self.observed["late_grants"] += 1
+                elif op == "enter":
+                    if e["prev"] and e["prev_alive"]:
+                        self.observed["overlaps_at_resource"] += 1
                 elif op == "touch":
-                    s["touch"] = e
-    return sections
+                    if not e["accepted"]:
+                        self.observed["touches_refused"] += 1
+                elif op == "write_intent":
+                    writes_pending += 1
+                elif op == "write":
+                    writes_pending -= 1
+                    self.writes.append(e)
+                elif op == "abandon":
+                    self.observed["abandoned"] += 1
+                elif op == "leave":
+                    if grant is not None and grant["name"] == e["name"]:
+                        if grant["cli"]:
+                            grant["end"] = grant["left"] = e["t"]
+                        elif e.get("until") and e["until"] > grant["until"]:
+                            grant["until"] = e["until"]
+                if op == "unlock_begin" and grant is not None and not grant["cli"]:
+                    grant["released"] = e["start"]
+            # A command that never left was killed (its lock lost, or the run
+            # ended): it is known to have acted until its last record.
+            if grant is not None and grant["cli"] and grant.get("left") is None:
+                grant["end"] = evs[-1]["t"]
+            for call, e in open_calls.items():
+                self.violation("unfinished_call", {"call": call, "pid": e["pid"], "client": e.get("client"),
+                                                   "began": e["t"]})
+            self.observed["writes_unrecorded"] += max(0, writes_pending)
+
+    def check_call_bound(self, e, bound, call):
+        if e["end"] > bound and not self.pauses.paused_within([e["pid"]], e["start"], e["end"]):
+            self.violation("unbounded_call", {"call": call, "pid": e["pid"], "client": e.get("client"),
+                                              "ms": (e["end"] - e["start"]) / 1e6,
+                                              "bound_ms": (bound - e["start"]) / 1e6})
+
+    # -- the checks -----------------------------------------------------------
+
+    def grant_end(self, g):
+        if g["cli"]:
+            return g.get("end") or g["granted"]
+        return min(g["until"], g["released"]) if g["released"] else g["until"]
+
+    def check_exclusion(self):
+        for name in self.names:
+            grants = sorted((g for g in self.grants if g["name"] == name), key=lambda g: g["granted"])
+            open_grants = []  # earlier grants whose end is still ahead
+            for g in grants:
+                open_grants = [a for a in open_grants if self.grant_end(a) > g["granted"]]
+                for a in open_grants:
+                    if a["proc"] == g["proc"] and a["token"] == g["token"]:
+                        continue
+                    if a["cli"] and self.pauses.paused_within(a["tool"], a["granted"], g["granted"]):
+                        self.observed["tool_pauses_excusing_overlap"] += 1
+                        continue
+                    self.violation("two_holders", {
+                        "name": name, "at": g["granted"],
+                        "holder": {"pid": a["pids"][0], "token": a["token"], "granted": a["granted"],
+                                   "end": self.grant_end(a), "cli": a["cli"]},
+                        "second": {"pid": g["pids"][0], "token": g["token"], "cli": g["cli"]}})
+                open_grants.append(g)
+
+    def check_tokens(self):
+        for name in self.names:
+            grants = [g for g in self.grants if g["name"] == name]
+            by_granted = sorted(grants, key=lambda g: g["granted"])
+            best, best_g, k = 0, None, 0
+            for g in sorted(grants, key=lambda g: g["start"]):
+                while k < len(by_granted) and by_granted[k]["granted"] < g["start"]:
+                    if by_granted[k]["token"] > best:
+                        best, best_g = by_granted[k]["token"], by_granted[k]
+                    k += 1
+                if best and g["token"] <= best:
+                    self.violation("token_not_increasing", {
+                        "name": name, "token": g["token"], "pid": g["pids"][0], "lock_start": g["start"],
+                        "earlier": {"token": best, "pid": best_g["pids"][0], "granted": best_g["granted"]}})
+
+    def check_resource(self):
+        accepted = {}
+        for w in self.writes:
+            if w["stale"]:
+                self.observed["stale_writes_attempted"] += 1
+            if not w["accepted"]:
+                continue
+            self.observed["writes_accepted"] += 1
+            accepted[w["name"]] = accepted.get(w["name"], 0) + 1
+            if w["stale"]:
+                self.observed["stale_writes_accepted"] += 1
+                self.violation("stale_write_accepted", {"name": w["name"], "token": w["token"],
+                                                        "highest": w["highest"], "at": w["t"]})
+            if w["overwrote"]:
+                self.violation("lost_update", {"name": w["name"], "token": w["token"], "at": w["t"]})
+        slack = self.observed["writes_unrecorded"]
+        for name in self.names:
+            counter, n = self.final[name]["counter"], accepted.get(name, 0)
+            if not n <= counter <= n + slack:
+                self.violation("lost_update", {"name": name, "counter": counter, "accepted_writes": n,
+                                               "unrecorded_writes": slack})
+
+    def check_processes(self):
+        for c in self.clients:
+            if c["status"] != 0:
+                self.violation("process_failed", {"client": c["client"], "status": c["status"]})
+        for r in self.cli_runs.values():
+            if r["status"] not in CLI_OK_STATUS:
+                self.violation("process_failed", {"call": "redsync lock", "pid": r["pid"], "status": r["status"]})
+        started = {g["run"].get("run"): g["granted"] for g in self.grants if g["cli"] and g["run"]}
+        for r in self.cli_runs.values():
+            waited = started.get(r["run"], r["end"]) - r["start"]
+            if waited > r["wait_ns"] + r["timeout_ns"] + 2 * SLACK_NS and not self.pauses.paused_within(
+                    [r["pid"]], r["start"], r["end"]):
+                self.violation("unbounded_call", {"call": "redsync lock", "pid": r["pid"], "ms": waited / 1e6,
+                                                  "status": r["status"]})
+
+    def summary(self):
+        self.replay()
+        self.check_exclusion()
+        self.check_tokens()
+        self.check_resource()
+        self.check_processes()
+        ok = sum(1 for e in self.locks if e.get("ok"))
+        errors = {}
+        for e in self.locks:
+            if not e.get("ok"):
+                errors[e["error"]] = errors.get(e["error"], 0) + 1
+        cli_status = {}
+        for r in self.cli_runs.values():
+            cli_status[str(r["status"])] = cli_status.get(str(r["status"]), 0) + 1
+        faults, skipped = {}, {}
+        for e in self.nemesis:
+            if e["op"] == "fault":
+                faults[e["kind"]] = faults.get(e["kind"], 0) + 1
+            elif e["op"] == "skip":
+                skipped[e["kind"]] = skipped.get(e["kind"], 0) + 1
+        return {
+            "seed": self.meta["seed"],
+            "config": self.meta["config"],
+            "duration_s": self.meta["duration"],
+            "fencing_enforced": self.enforce,
+            "operations": {
+                "lock_calls": len(self.locks), "lock_ok": ok,
+                "liveness": round(ok / len(self.locks), 3) if self.locks else 0.0,
+                "lock_errors": errors,
+                "grants": len(self.grants),
+                "cli_runs": len(self.cli_runs), "cli_exit_status": cli_status,
+            },
+            "faults": faults,
+            "skipped_faults": skipped,
+            "observed": self.observed,
+            "violations": self.v,
+            "examples": {k: x for k, x in self.examples.items() if x},
+            "final_counters": {n: self.final[n]["counter"] for n in self.names},
+        }
 
 
 def check(run_dir):
-    meta = json.load(open(os.path.join(run_dir, "run.json")))
-    names = meta["names"]
-    events = []
-    for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
-        events += load_lines(path)
-    nemesis = load_lines(os.path.join(run_dir, "nemesis.jsonl"))
-    cli_runs = load_lines(os.path.join(run_dir, "cli-runs.jsonl")) if os.path.exists(
-        os.path.join(run_dir, "cli-runs.jsonl")) else []
-    enforce, final = read_resource(os.path.join(run_dir, "resource.bin"), names)
-    pauses = Pauses(nemesis)
-    sections = sections_of(events)
-    v = {k: 0 for k in ("two_holders", "stale_write_accepted", "lost_update", "token_not_increasing",
-                        "unbounded_call")}
-    examples = {k: [] for k in v}
-    observed = {"overlaps": 0, "overlaps_after_client_pause": 0, "overlaps_past_validity": 0,
-                "stale_writes_attempted": 0, "stale_writes_accepted": 0, "touches_refused": 0,
-                "writes_accepted": 0, "abandoned": 0}
-
-    def violation(kind, detail):
-        v[kind] += 1
-        if len(examples[kind]) < 5:
-            examples[kind].append(detail)
-
-    # Mutual exclusion, as the resource saw it.
-    def stale_at(s, t):
-        start = s.get("lock_end", s["enter"] - 10_000_000_000)
-        if pauses.paused_within([p for p in s["pids"] if p], start, t):
-            return "pause"
-        if s["until"] and t > s["until"]:
-            return "validity"
-        return None
-
-    for s in sections.values():
-        if not s["prev"] or not s["prev_alive"]:
-            continue
-        observed["overlaps"] += 1
-        p = sections.get(s["prev"])
-        t = s["enter"]
-        why = stale_at(s, t) or (stale_at(p, t) if p else "unknown")
-        if why == "pause":
-            observed["overlaps_after_client_pause"] += 1
-        elif why == "validity":
-            observed["overlaps_past_validity"] += 1
-        else:
-            violation("two_holders", {"name": s["name"], "at": t, "entering": [s["pid"], s["token"]],
-                                      "occupant": [p["pid"], p["token"]] if p else s["prev"]})
-
-    # Fencing and lost updates.
-    accepted_by_name = {}
-    for s in sections.values():
-        if "touch" in s and not s["touch"]["accepted"]:
-            observed["touches_refused"] += 1
-        for w in s["writes"]:
-            if w["stale"]:
-                observed["stale_writes_attempted"] += 1
-            if w["accepted"]:
-                observed["writes_accepted"] += 1
-                accepted_by_name[s["name"]] = accepted_by_name.get(s["name"], 0) + 1
-                if w["stale"]:
-                    observed["stale_writes_accepted"] += 1
-                    violation("stale_write_accepted", {"name": s["name"], "token": s["token"],
-                                                       "highest": w["highest"], "at": w["t"]})
-                if w["overwrote"]:
-                    violation("lost_update", {"name": s["name"], "token": s["token"], "at": w["t"]})
-    observed["abandoned"] = sum(1 for e in events if e["op"] == "abandon")
-    for name in names:
-        if final[name]["counter"] != accepted_by_name.get(name, 0):
-            violation("lost_update", {"name": name, "counter": final[name]["counter"],
-                                      "accepted_writes": accepted_by_name.get(name, 0)})
-
-    # Tokens: a lock acquired after an earlier section of its name ended must
-    # carry a higher token.
-    cli_start = {r["pid"]: r["start"] for r in cli_runs if "pid" in r}
-    for name in names:
-        secs = [s for s in sections.values() if s["name"] == name]
-        for s in secs:
-            s["acquire_start"] = s.get("lock_start") or cli_start.get(s.get("tool"), s["enter"])
-            s["end"] = s["leave"] or s["last"]
-        by_end = sorted(secs, key=lambda s: s["end"])
-        best, best_s, k = 0, None, 0
-        for s in sorted(secs, key=lambda s: s["acquire_start"]):
-            while k < len(by_end) and by_end[k]["end"] < s["acquire_start"]:
-                if by_end[k]["token"] > best:
-                    best, best_s = by_end[k]["token"], by_end[k]
-                k += 1
-            if best and s["token"] <= best:
-                violation("token_not_increasing", {"name": name, "token": s["token"], "earlier_token": best,
-                                                   "earlier_pid": best_s["pid"], "pid": s["pid"],
-                                                   "at": s["acquire_start"]})
-
-    # Bounded calls, and liveness.
-    timeouts = {}
-    for e in events:
-        if e["op"] == "start":
-            timeouts[e["pid"]] = e["timeout_ms"] * 1_000_000
-    locks = [e for e in events if e["op"] == "lock"]
-    for e in locks:
-        bound = e["deadline"] + timeouts.get(e["pid"], 0) + SLACK_NS
-        if e["end"] > bound and not pauses.paused_within([e["pid"]], e["start"], e["end"]):
-            violation("unbounded_call", {"call": "lock", "pid": e["pid"], "ms": (e["end"] - e["start"]) / 1e6,
-                                         "bound_ms": (bound - e["start"]) / 1e6})
-    for e in events:
-        if e["op"] != "unlock":
-            continue
-        bound = e["start"] + timeouts.get(e["pid"], 0) + SLACK_NS
-        if e["end"] > bound and not pauses.paused_within([e["pid"]], e["start"], e["end"]):
-            violation("unbounded_call", {"call": "unlock", "pid": e["pid"], "ms": (e["end"] - e["start"]) / 1e6,
-                                         "bound_ms": (bound - e["start"]) / 1e6})
-    for r in cli_runs:
-        if r.get("status") not in (75, 69) or "wait_ns" not in r:
-            continue
-        if r["end"] - r["start"] > r["wait_ns"] + r["timeout_ns"] + 2 * SLACK_NS:
-            violation("unbounded_call", {"call": "redsync lock", "pid": r.get("pid"),
-                                         "ms": (r["end"] - r["start"]) / 1e6, "status": r["status"]})
-
-    ok = sum(1 for e in locks if e.get("ok"))
-    errors = {}
-    for e in locks:
-        if not e.get("ok"):
-            errors[e["error"]] = errors.get(e["error"], 0) + 1
-    cli_status = {}
-    for r in cli_runs:
-        cli_status[str(r.get("status"))] = cli_status.get(str(r.get("status")), 0) + 1
-
-    faults, skipped = {}, {}
-    for e in nemesis:
-        if e["op"] == "fault":
-            faults[e["kind"]] = faults.get(e["kind"], 0) + 1
-        elif e["op"] == "skip":
-            skipped[e["kind"]] = skipped.get(e["kind"], 0) + 1
-
-    return {
-        "seed": meta["seed"],
-        "config": meta["config"],
-        "duration_s": meta["duration"],
-        "fencing_enforced": enforce,
-        "operations": {
-            "lock_calls": len(locks), "lock_ok": ok,
-            "liveness": round(ok / len(locks), 3) if locks else 0.0,
-            "lock_errors": errors,
-            "unlock_calls": sum(1 for e in events if e["op"] == "unlock"),
-            "sections": len(sections),
-            "cli_runs": len(cli_runs), "cli_exit_status": cli_status,
-        },
-        "faults": faults,
-        "skipped_faults": skipped,
-        "observed": observed,
-        "violations": v,
-        "examples": {k: x for k, x in examples.items() if x},
-        "final_counters": {n: final[n]["counter"] for n in names},
-    }
+    return Checker(run_dir).summary()

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <random>
 #include <stdexcept>
 
 namespace redsync::chaos {
@@ -23,13 +24,17 @@ std::int64_t read_clock(clockid_t id) {
 
 }  // namespace
 
-std::int64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
+std::int64_t monotonic_ns() {
+  return read_clock(CLOCK_MONOTONIC);
+}
 
 std::int64_t to_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 history::history(const std::string& path, std::string client) : client_(std::move(client)) {
+  std::random_device os_random;
+  while (proc_id_ == 0) proc_id_ = os_random();
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("history file " + path + ": " + std::strerror(errno));
 }
@@ -39,8 +44,9 @@ history::~history() {
 }
 
 void history::record(std::string_view op, std::string_view fields) {
-  std::string line = fmt::format(R"({{"t":{},"w":{},"pid":{},"client":{},"op":"{}")", monotonic_ns(),
-                                 read_clock(CLOCK_REALTIME), ::getpid(), json_string(client_), op);
+  std::string line =
+      fmt::format(R"({{"t":{},"w":{},"pid":{},"proc":{},"client":{},"op":"{}")", monotonic_ns(),
+                  read_clock(CLOCK_REALTIME), ::getpid(), proc_id_, json_string(client_), op);
   if (!fields.empty()) {
     line += ',';
     line += fields;

@@ -2,7 +2,8 @@
 // write(2) to a file opened O_APPEND, so that the lines of several processes
 // sharing a file never interleave. Every line carries the monotonic time
 // ("t", ns, CLOCK_MONOTONIC: the same clock in every process of the machine,
-// and std::chrono::steady_clock's), the wall time ("w", ns) and the pid.
+// and std::chrono::steady_clock's), the wall time ("w", ns), the pid, and a
+// random process id ("proc") that, unlike the pid, is never reused in a run.
 #pragma once
 
 #include <chrono>
@@ -27,8 +28,12 @@ class history {
   // (`"ok":true,"token":3`), without braces; may be empty.
   void record(std::string_view op, std::string_view fields);
 
+  // This process's random, non-zero 32-bit id.
+  std::uint32_t proc_id() const noexcept { return proc_id_; }
+
  private:
   int fd_ = -1;
+  std::uint32_t proc_id_ = 0;
   std::string client_;
 };
 

@@ -29,11 +29,16 @@ KINDS = {
     "slow": 2,                # the proxy adds latency and jitter
     "stall": 2,               # the proxy stops forwarding (a black hole), connections stay open
     "drop": 2,                # the proxy resets every connection
+    "flush": 1,               # FLUSHALL: the data is gone, the server (run_id) is the same
     "client_pause": 3,        # SIGSTOP the process in a critical section past the expiry
+    # Two nodes stopped while locks are taken on the other three, then, once
+    # they are back, one of those three loses its data (restart empty or
+    # replacement): the case where a single node's loss decides the quorum.
+    "split_then_loss": 3,
 }
 
 # Faults that leave a node unable to vote until the guard window has passed.
-NEEDS_WINDOW = {"kill_restart", "kill_restart_late", "restart_empty", "replace", "restart_empty_forged"}
+NEEDS_WINDOW = {"kill_restart", "kill_restart_late", "restart_empty", "replace", "flush"}
 
 
 def make_schedule(seed, duration, nodes, expiry_ms, kinds=None, majority=False, gap=(0.4, 2.0)):
@@ -59,6 +64,24 @@ def make_schedule(seed, duration, nodes, expiry_ms, kinds=None, majority=False, 
             schedule.append(fault)
             continue
         count = 2 if kind.startswith("pause") and rng.random() < 0.5 else 1
+        if kind == "split_then_loss":
+            hold = rng.uniform(0.3, 0.8) * window
+            # It needs every node: wait for the earlier faults to be over.
+            t = max([t] + busy_until)
+            if t >= end:
+                break
+            fault["at"] = round(t, 3)
+            nodes_all = list(range(nodes))
+            rng.shuffle(nodes_all)
+            fault["nodes"] = sorted(nodes_all[:2])
+            fault["loss_node"] = nodes_all[2]
+            fault["loss"] = rng.choice(["restart_empty", "replace"])
+            fault["hold"] = round(hold, 3)
+            for i in fault["nodes"]:
+                busy_until[i] = t + hold + 0.2
+            busy_until[fault["loss_node"]] = t + hold + window + 1.0
+            schedule.append(fault)
+            continue
         if kind == "kill_restart_late":
             hold = window + rng.uniform(0.3, 1.0)
         elif kind == "pause_short":
@@ -90,7 +113,7 @@ def make_schedule(seed, duration, nodes, expiry_ms, kinds=None, majority=False, 
 class Nemesis:
     """Carries out a schedule against a Cluster; logs every step."""
 
-    def __init__(self, cluster, log_path, resource_path, max_expiry_ms, forge=False):
+    def __init__(self, cluster, log_path, resource_path, max_expiry_ms, forge=False, majority=False):
         self.cluster = cluster
         self.log = open(log_path, "a")
         self.resource_path = resource_path
@@ -99,6 +122,8 @@ class Nemesis:
         self.counts = {}
         self.skipped = {}
         self.paused_clients = set()
+        self.majority = majority
+        self.touched_until = {}
         # Pids of clients that check their lock again before writing.
         self.careful_pids = set()
         self.rng = random.Random(0)
@@ -109,7 +134,9 @@ class Nemesis:
         self.log.flush()
 
     def run(self, schedule, start, stop_at, seed=0):
-        """Runs until every fault is done and healed, or stop_at (monotonic s)."""
+        """Runs until every fault is done and healed, or stop_at (monotonic s).
+        A fault's heal is due at its scheduled time plus its hold, whatever
+        time the fault itself took."""
         self.rng = random.Random(seed)
         pending = [(start + f["at"], i, "fault", f) for i, f in enumerate(schedule)]
         heapq.heapify(pending)
@@ -125,21 +152,46 @@ class Nemesis:
                 time.sleep(at - now)
             if what == "fault":
                 heal = self.inflict(item)
-                if heal is not None:
+                if heal == "retry":
+                    # A client pause found nobody in a critical section: look
+                    # again shortly, for up to a second.
+                    item.setdefault("first_try", at)
+                    if at - item["first_try"] < 1.0:
+                        seq += 1
+                        heapq.heappush(pending, (at + 0.003, seq, "fault", item))
+                    else:
+                        self.note_skip("client_pause", "nobody held a lock for a second")
+                elif heal is not None:
                     seq += 1
-                    heapq.heappush(pending, (time.monotonic() + item["hold"], seq, "heal", heal))
+                    heapq.heappush(pending, (max(at, item.get("first_try", at)) + item["hold"], seq, "heal", heal))
             else:
                 item()
+
+    def note_skip(self, kind, why, **fields):
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+        self.record("skip", kind=kind, why=why, **fields)
+
+    def touched_now(self):
+        """Nodes faulted at this moment: down, stopped, cut off or behind a
+        slowed or stalled proxy, or restarted, emptied or replaced less than
+        one expiry ago."""
+        return {i for i, until in self.touched_until.items() if until > time.monotonic()}
 
     def inflict(self, f):
         kind, nodes = f["kind"], f.get("nodes", [])
         c = self.cluster
         if kind == "partition" and not c.firewall.available:
-            self.skipped[kind] = self.skipped.get(kind, 0) + 1
-            self.record("skip", kind=kind, nodes=nodes, why="partitions need root (a network namespace)")
+            self.note_skip(kind, "partitions need root (a network namespace)", nodes=nodes)
             return None
         if kind == "client_pause":
             return self.pause_client(f)
+        touched = self.touched_now()
+        if not self.majority and len(touched | set(nodes)) > (len(c.servers) - 1) // 2:
+            self.note_skip(kind, "would touch a majority at once", nodes=nodes, touched=sorted(touched))
+            return None
+        span = f.get("hold", 0) + (self.max_expiry_ms / 1000.0 + 0.5 if kind in NEEDS_WINDOW else 0.1)
+        for i in nodes:
+            self.touched_until[i] = time.monotonic() + span
         self.counts[kind] = self.counts.get(kind, 0) + 1
         self.record("fault", kind=kind, nodes=nodes, hold=f.get("hold", 0))
         if kind in ("kill_restart", "kill_restart_late"):
@@ -160,6 +212,10 @@ class Nemesis:
             for i in nodes:
                 c.servers[i].signal(signal.SIGSTOP)
             return lambda: self.resume_nodes(kind, nodes)
+        if kind == "split_then_loss":
+            for i in nodes:
+                c.servers[i].signal(signal.SIGSTOP)
+            return lambda: self.split_healed_then_loss(f)
         if kind == "partition":
             for i in nodes:
                 c.firewall.cut(c.proxy.ports[i])
@@ -175,6 +231,12 @@ class Nemesis:
         if kind == "drop":
             for i in nodes:
                 c.proxy.command(i, "drop")
+            self.record("heal", kind=kind, nodes=nodes)
+            return None
+        if kind == "flush":
+            from cluster import redis_call
+            for i in nodes:
+                redis_call(c.servers[i].port, "FLUSHALL")
             self.record("heal", kind=kind, nodes=nodes)
             return None
         raise ValueError("unknown fault kind %r" % kind)
@@ -196,63 +258,102 @@ class Nemesis:
         redis_call(server.port, "HSET", "redsync:node", "run", identity, "since", 1, "fence", 0)
         redis_call(server.port, "HDEL", "redsync:node", "pending")
 
+    def healed(self, nodes):
+        for i in nodes:
+            self.touched_until[i] = time.monotonic()
+
     def resume_nodes(self, kind, nodes):
+        self.healed(nodes)
         for i in nodes:
             self.cluster.servers[i].signal(signal.SIGCONT)
         self.record("heal", kind=kind, nodes=nodes)
 
+    def split_healed_then_loss(self, f):
+        self.resume_nodes(f["kind"], f["nodes"])
+        time.sleep(0.05)
+        i = f["loss_node"]
+        kind = f["kind"] + ":" + f["loss"]
+        if not self.majority and len(self.touched_now() | {i}) > (len(self.cluster.servers) - 1) // 2:
+            self.note_skip(kind, "would touch a majority at once", nodes=[i])
+            return
+        self.touched_until[i] = time.monotonic() + self.max_expiry_ms / 1000.0 + 0.5
+        self.record("fault", kind=kind, nodes=[i])
+        if f["loss"] == "replace":
+            self.cluster.replace(i)
+        else:
+            self.cluster.servers[i].kill()
+            self.cluster.servers[i].start(wipe=True)
+        self.record("heal", kind=kind, nodes=[i])
+
     def heal_partition(self, nodes):
+        self.healed(nodes)
         for i in nodes:
             self.cluster.firewall.heal(self.cluster.proxy.ports[i])
         self.record("heal", kind="partition", nodes=nodes)
 
     def proxy_normal(self, kind, nodes):
+        self.healed(nodes)
         for i in nodes:
             self.cluster.proxy.command(i, "normal")
         self.record("heal", kind=kind, nodes=nodes)
 
     def holders(self):
-        """Pids in a critical section now, from the resource's occupant markers."""
+        """Pids in a critical section now, from the resource's occupant pids."""
         with open(self.resource_path, "rb") as f:
             data = f.read()
         slots = struct.unpack_from("<Q", data, 8)[0]
         pids = []
         for s in range(slots):
-            occupant = struct.unpack_from("<Q", data, 64 + 64 * s)[0]
-            if occupant:
-                pids.append(occupant >> 32)
+            occupant, _, pid = struct.unpack_from("<QQQ", data, 64 + 64 * s)
+            if occupant and pid:
+                pids.append(pid)
         return pids
 
+    @staticmethod
+    def command_line(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return f.read().split(b"\0")
+        except OSError:
+            return []
+
+    @staticmethod
+    def parent(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
     def pause_client(self, f):
-        """Stops a process that is inside a critical section now. Holders that
-        re-check their lock before writing (auto-extension) are nearly always
-        inside one, so the others are preferred for a second: they write
-        without looking again, which is what fencing is for."""
-        deadline = time.monotonic() + 1.0
-        careful = None
-        pid = None
-        while time.monotonic() < deadline:
-            pids = [p for p in self.holders() if p not in self.paused_clients]
-            careless = [p for p in pids if p not in self.careful_pids]
-            if careless:
-                pid = self.rng.choice(careless)
-                break
-            if pids:
-                careful = self.rng.choice(pids)
-            time.sleep(0.001)
-        pid = pid or careful
-        if pid is None:
-            self.skipped["client_pause"] = self.skipped.get("client_pause", 0) + 1
-            self.record("skip", kind="client_pause", why="nobody held a lock")
+        """Stops a holder in a critical section now, past the expiry. Holders
+        that re-check their lock before writing (auto-extension) are nearly
+        always inside one, so the others are preferred: they write without
+        looking again, which is what fencing is for. For a command run by
+        `redsync lock`, the tool itself (the process that extends the lock)
+        is stopped half the time, the command the other half."""
+        pids = [p for p in self.holders() if p not in self.paused_clients]
+        careless = [p for p in pids if p not in self.careful_pids]
+        if not pids or (not careless and f.get("first_try") is not None and
+                        time.monotonic() - f["first_try"] < 0.5):
+            return "retry"
+        pid = self.rng.choice(careless or pids)
+        argv = self.command_line(pid)
+        if not any(a.endswith(b"chaos_client") for a in argv[:1]):
+            self.note_skip("client_pause", "the holder's pid is no longer a chaos client", pid=pid)
             return None
+        role = "client"
+        if argv[1:2] == [b"touch"] and self.rng.random() < 0.5:
+            tool = self.parent(self.parent(pid))
+            if tool and any(a.endswith(b"redsync") for a in self.command_line(tool)[:1]):
+                pid, role = tool, "redsync-tool"
         try:
             os.kill(pid, signal.SIGSTOP)
         except ProcessLookupError:
-            self.skipped["client_pause"] = self.skipped.get("client_pause", 0) + 1
-            self.record("skip", kind="client_pause", why="the holder exited")
+            self.note_skip("client_pause", "the holder exited", pid=pid)
             return None
         self.counts["client_pause"] = self.counts.get("client_pause", 0) + 1
-        self.record("fault", kind="client_pause", pid=pid, hold=f["hold"])
+        self.record("fault", kind="client_pause", pid=pid, role=role, hold=f["hold"])
         self.paused_clients.add(pid)
 
         def resume():

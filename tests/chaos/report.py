@@ -11,9 +11,9 @@ def _counts(d):
 
 def summary_line(s):
     o = s["operations"]
-    return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d sections, %d redsync-lock runs; "
+    return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d grants, %d redsync-lock runs; "
             "faults: %s; violations: %s" % (
-                s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"], o["sections"],
+                s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"], o["grants"],
                 o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])))
 
 
@@ -26,7 +26,7 @@ def markdown(s):
         "| --- | --- |",
         "| lock calls (library clients) | %d |" % o["lock_calls"],
         "| acquired (liveness) | %d (%.1f%%) |" % (o["lock_ok"], 100 * o["liveness"]),
-        "| critical sections | %d |" % o["sections"],
+        "| grants (library and `redsync lock`) | %d |" % o["grants"],
         "| `redsync lock` runs | %d (exit statuses: %s) |" % (o["cli_runs"], _counts(o["cli_exit_status"])),
         "| fencing enforced by the resource | %s |" % ("yes" if s["fencing_enforced"] else "no (meta-test)"),
     ]

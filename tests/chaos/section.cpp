@@ -48,18 +48,17 @@ class signals_held {
 }  // namespace
 
 void run_section(shared_resource& resource, history& h, const section_plan& plan) {
-  if (plan.token > 0xffff'ffffU) {
+  if (plan.token > 0xffff'ffffU) {  // the checker counts this as a violation
     h.record("token_overflow", fmt::format(R"("name":{},"token":{})", json_string(plan.name), plan.token));
     return;
   }
-  const std::uint64_t marker = (static_cast<std::uint64_t>(::getpid()) << 32) | next_section++;
-  std::uint64_t previous = 0;
+  const std::uint64_t marker = (static_cast<std::uint64_t>(h.proc_id()) << 32) | next_section++;
   {
     signals_held held;
-    previous = resource.enter(plan.slot, marker);
-    const bool previous_alive = previous != 0 && process_alive(static_cast<pid_t>(previous >> 32));
+    const auto previous = resource.enter(plan.slot, marker, static_cast<std::uint64_t>(::getpid()));
+    const bool previous_alive = previous.marker != 0 && process_alive(static_cast<pid_t>(previous.pid));
     h.record("enter", fmt::format(R"("name":{},"token":{},"marker":{},"prev":{},"prev_alive":{},"until":{})",
-                                  json_string(plan.name), plan.token, marker, previous, previous_alive,
+                                  json_string(plan.name), plan.token, marker, previous.marker, previous_alive,
                                   plan.until_ns));
   }
   bool write_it = true;
@@ -67,9 +66,9 @@ void run_section(shared_resource& resource, history& h, const section_plan& plan
   {
     signals_held held;
     const auto t = resource.touch(plan.slot, plan.token);
-    h.record("touch", fmt::format(R"("name":{},"token":{},"accepted":{},"stale":{},"highest":{},"counter":{})",
-                                  json_string(plan.name), plan.token, t.accepted, t.stale, t.highest,
-                                  t.counter));
+    h.record("touch",
+             fmt::format(R"("name":{},"token":{},"accepted":{},"stale":{},"highest":{},"counter":{})",
+                         json_string(plan.name), plan.token, t.accepted, t.stale, t.highest, t.counter));
     write_it = t.accepted;
     read_value = t.counter;
   }
@@ -80,10 +79,16 @@ void run_section(shared_resource& resource, history& h, const section_plan& plan
   }
   signals_held held;
   if (write_it) {
+    // Recorded first, so a process killed between the write and its record
+    // (SIGKILL cannot be held back) is known to the checker.
+    h.record("write_intent", fmt::format(R"("name":{},"token":{})", json_string(plan.name), plan.token));
     const auto w = resource.write(plan.slot, plan.token, read_value);
-    h.record("write", fmt::format(R"("name":{},"token":{},"accepted":{},"stale":{},"overwrote":{},"highest":{},"counter_before":{},"value":{})",
-                                  json_string(plan.name), plan.token, w.accepted, w.stale, w.overwrote,
-                                  w.highest, w.counter_before, read_value + 1));
+    h.record(
+        "write",
+        fmt::format(
+            R"("name":{},"token":{},"accepted":{},"stale":{},"overwrote":{},"highest":{},"counter_before":{},"value":{})",
+            json_string(plan.name), plan.token, w.accepted, w.stale, w.overwrote, w.highest, w.counter_before,
+            read_value + 1));
   }
   const bool cleared = resource.leave(plan.slot, marker);
   const std::int64_t until = plan.until_at_leave ? plan.until_at_leave() : plan.until_ns;

@@ -16,8 +16,12 @@ namespace {
 
 constexpr std::size_t header_size = 64;
 
-std::uint64_t token_of(std::uint64_t state) { return state >> 32; }
-std::uint64_t counter_of(std::uint64_t state) { return state & 0xffff'ffffU; }
+std::uint64_t token_of(std::uint64_t state) {
+  return state >> 32;
+}
+std::uint64_t counter_of(std::uint64_t state) {
+  return state & 0xffff'ffffU;
+}
 std::uint64_t pack(std::uint64_t token, std::uint64_t counter) {
   return (token << 32) | (counter & 0xffff'ffffU);
 }
@@ -56,12 +60,17 @@ shared_resource::~shared_resource() {
 }
 
 shared_resource::slot& shared_resource::at(std::size_t i) {
-  if (i >= slots_) throw std::out_of_range("resource slot " + std::to_string(i) + " of " + std::to_string(slots_));
+  if (i >= slots_)
+    throw std::out_of_range("resource slot " + std::to_string(i) + " of " + std::to_string(slots_));
   return static_cast<slot*>(static_cast<void*>(static_cast<char*>(map_) + header_size))[i];
 }
 
-std::uint64_t shared_resource::enter(std::size_t i, std::uint64_t marker) {
-  return at(i).occupant.exchange(marker);
+shared_resource::previous_occupant shared_resource::enter(std::size_t i, std::uint64_t marker,
+                                                          std::uint64_t pid) {
+  previous_occupant previous;
+  previous.pid = at(i).occupant_pid.exchange(pid);
+  previous.marker = at(i).occupant.exchange(marker);
+  return previous;
 }
 
 bool shared_resource::leave(std::size_t i, std::uint64_t marker) {

@@ -4,7 +4,8 @@
 // clients believe they happen.
 //
 // Each slot holds:
-// - the occupant: a marker (pid << 32 | section number) set on entering the
+// - the occupant: a marker (process id << 32 | section number, the process
+//   id being random, so a reused pid cannot be mistaken) set on entering the
 //   critical section and cleared on leaving; entering while it is set is an
 //   overlap, seen at the moment it happens;
 // - the fenced state: the highest fencing token seen (high 32 bits) and a
@@ -42,26 +43,31 @@ class shared_resource {
   std::size_t slot_count() const noexcept { return slots_; }
   bool enforces_fencing() const noexcept { return enforce_; }
 
-  // Sets the occupant of `slot` to `marker`; returns the previous occupant
-  // (0 when the slot was free).
-  std::uint64_t enter(std::size_t slot, std::uint64_t marker);
+  // Sets the occupant of `slot` to `marker` (and its pid, which the nemesis
+  // reads to pause a holder); returns the previous occupant (0 when free)
+  // and its pid.
+  struct previous_occupant {
+    std::uint64_t marker = 0;
+    std::uint64_t pid = 0;
+  };
+  previous_occupant enter(std::size_t slot, std::uint64_t marker, std::uint64_t pid);
   // Clears the occupant if it is still `marker`; false if another section
   // took it meanwhile.
   bool leave(std::size_t slot, std::uint64_t marker);
 
   struct touch_result {
-    bool accepted = false;        // the token was above every token seen (always true unenforced)
-    bool stale = false;           // the token was not above every token seen
-    std::uint64_t highest = 0;    // the highest token seen before this touch
-    std::uint64_t counter = 0;    // the counter read
+    bool accepted = false;      // the token was above every token seen (always true unenforced)
+    bool stale = false;         // the token was not above every token seen
+    std::uint64_t highest = 0;  // the highest token seen before this touch
+    std::uint64_t counter = 0;  // the counter read
   };
   touch_result touch(std::size_t slot, std::uint64_t token);
 
   struct write_result {
-    bool accepted = false;        // the counter was set to read_value + 1
-    bool stale = false;           // a higher token touched the slot since our touch
-    bool overwrote = false;       // accepted, but another write landed since our read (a lost update)
-    std::uint64_t highest = 0;    // the highest token seen at the write
+    bool accepted = false;      // the counter was set to read_value + 1
+    bool stale = false;         // a higher token touched the slot since our touch
+    bool overwrote = false;     // accepted, but another write landed since our read (a lost update)
+    std::uint64_t highest = 0;  // the highest token seen at the write
     std::uint64_t counter_before = 0;
   };
   write_result write(std::size_t slot, std::uint64_t token, std::uint64_t read_value);
@@ -70,7 +76,8 @@ class shared_resource {
   struct slot {
     std::atomic<std::uint64_t> occupant;
     std::atomic<std::uint64_t> state;  // token << 32 | counter
-    std::uint64_t reserved[6];
+    std::atomic<std::uint64_t> occupant_pid;
+    std::uint64_t reserved[5];
   };
   static_assert(sizeof(slot) == 64);
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the slots are shared between processes");
