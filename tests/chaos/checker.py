@@ -21,8 +21,9 @@ Violations (each must be 0):
   validity); only a stopped `redsync lock` process does, since a stopped tool
   can neither extend nor kill its command (a documented limit).
 - token_not_increasing: a grant whose token is not above the token of every
-  grant of its name that had begun before its lock call started (a token
-  that does not fit the resource's 32 bits counts too).
+  grant of its name that had begun before its lock call started, or had
+  ended before it was granted (a token beyond the resource's 32 bits counts
+  too).
 - stale_write_accepted: the resource accepted a write although a higher token
   had touched it since (possible only with fencing off: the meta-test).
 - lost_update: an accepted write overwrote another's increment, or the final
@@ -232,19 +233,29 @@ class Checker:
                 open_grants.append(g)
 
     def check_tokens(self):
+        """B's token must exceed A's when A's grant had begun before B's lock
+        call started, or had ended before B was granted (B's winning writes
+        then ran on a node of A's quorum after A's key left it, and so after
+        A's increment and write-back there)."""
         for name in self.names:
             grants = [g for g in self.grants if g["name"] == name]
-            by_granted = sorted(grants, key=lambda g: g["granted"])
-            best, best_g, k = 0, None, 0
-            for g in sorted(grants, key=lambda g: g["start"]):
-                while k < len(by_granted) and by_granted[k]["granted"] < g["start"]:
-                    if by_granted[k]["token"] > best:
-                        best, best_g = by_granted[k]["token"], by_granted[k]
-                    k += 1
-                if best and g["token"] <= best:
-                    self.violation("token_not_increasing", {
-                        "name": name, "token": g["token"], "pid": g["pids"][0], "lock_start": g["start"],
-                        "earlier": {"token": best, "pid": best_g["pids"][0], "granted": best_g["granted"]}})
+            late = {}
+            for key, before in (("granted", lambda g: g["start"]), ("end", lambda g: g["granted"])):
+                earlier = sorted(grants, key=lambda g: g[key] if key == "granted" else self.grant_end(g))
+                best, best_g, k = 0, None, 0
+                for g in sorted(grants, key=before):
+                    while k < len(earlier) and (earlier[k]["granted"] if key == "granted"
+                                                else self.grant_end(earlier[k])) < before(g):
+                        if earlier[k]["token"] > best:
+                            best, best_g = earlier[k]["token"], earlier[k]
+                        k += 1
+                    if best and g["token"] <= best and id(g) not in late:
+                        late[id(g)] = (g, best_g)
+            for g, a in late.values():
+                self.violation("token_not_increasing", {
+                    "name": name, "token": g["token"], "pid": g["pids"][0], "lock_start": g["start"],
+                    "granted": g["granted"],
+                    "earlier": {"token": a["token"], "pid": a["pids"][0], "granted": a["granted"]}})
 
     def check_resource(self):
         accepted = {}

@@ -1,0 +1,243 @@
+"""The checker's own tests: small made-up histories, each holding one kind of
+violation (or none), so every kind the checker reports is shown to be seen,
+and the cases an attacker review found it missing stay found.
+
+    python3 tests/chaos/checker_test.py
+"""
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checker  # noqa: E402
+
+MS = 1_000_000
+NAMES = ["a"]
+
+
+class History:
+    """Builds a run folder: clients' events, CLI runs, nemesis events."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="checker-test-")
+        os.makedirs(os.path.join(self.dir, "history"))
+        self.events, self.runs, self.nemesis, self.clients = [], [], [], []
+        self.counter = 0
+
+    def client(self, proc, pid=None, timeout_ms=50):
+        pid = pid or proc
+        self.events.append({"t": 0, "proc": proc, "pid": pid, "op": "start", "timeout_ms": timeout_ms})
+        self.clients.append({"client": "c%d" % proc, "pid": pid, "status": 0})
+        return pid
+
+    def lock(self, proc, start, end, token, until, deadline=None, ok=True, pid=None):
+        pid = pid or proc
+        deadline = deadline or start + 3000 * MS
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "lock_begin", "name": "a", "start": start,
+                            "deadline": deadline})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "lock", "name": "a", "start": start,
+                            "end": end, "deadline": deadline, "token": token if ok else 0,
+                            "until": until if ok else 0, "ok": ok, "error": "" if ok else "busy"})
+
+    def section(self, proc, t, token, write=True, pid=None, length=4):
+        pid = pid or proc
+        self.events.append({"t": t, "proc": proc, "pid": pid, "op": "enter", "name": "a", "token": token,
+                            "marker": proc << 32 | t, "prev": 0, "prev_alive": False, "until": 0})
+        self.events.append({"t": t + 1, "proc": proc, "pid": pid, "op": "touch", "name": "a", "token": token,
+                            "accepted": True, "stale": False, "highest": 0, "counter": self.counter})
+        if write:
+            self.events.append({"t": t + 2, "proc": proc, "pid": pid, "op": "write_intent", "name": "a",
+                                "token": token})
+            self.events.append({"t": t + 3, "proc": proc, "pid": pid, "op": "write", "name": "a", "token": token,
+                                "accepted": True, "stale": False, "overwrote": False, "highest": token,
+                                "counter_before": self.counter, "value": self.counter + 1})
+            self.counter += 1
+        self.events.append({"t": t + length, "proc": proc, "pid": pid, "op": "leave", "name": "a", "token": token,
+                            "marker": proc << 32 | t, "cleared": True, "until": 0})
+
+    def unlock(self, proc, start, end, pid=None):
+        pid = pid or proc
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "unlock_begin", "name": "a",
+                            "start": start})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "unlock", "name": "a", "start": start,
+                            "end": end, "ok": True, "error": ""})
+
+    def hold(self, proc, start, token, length=50 * MS, until_after=1000 * MS, pid=None):
+        """A whole cycle: lock at start (10 ms), a section, unlock."""
+        self.lock(proc, start, start + 10 * MS, token, start + until_after, pid=pid)
+        self.section(proc, start + 11 * MS, token, pid=pid)
+        self.unlock(proc, start + length, start + length + 2 * MS, pid=pid)
+
+    def cli_run(self, run, proc, start, command_at, leave_at, end, token, status=0, tool=900, pid=None):
+        pid = pid or proc
+        self.runs.append({"op": "cli_run", "run": run, "pid": tool, "name": "a", "start": start, "end": end,
+                          "status": status, "wait_ns": 3000 * MS, "timeout_ns": 100 * MS})
+        self.events.append({"t": command_at, "proc": proc, "pid": pid, "op": "command", "name": "a",
+                            "token": str(token), "supervisor": tool + 1, "tool": tool, "run": run})
+        self.section(proc, command_at + 1, token, pid=pid, length=(leave_at or command_at + 5) - command_at - 1)
+        if leave_at is None:  # killed in the section: drop its leave
+            self.events.pop()
+
+    def pause(self, pid, start, end):
+        self.nemesis.append({"t": start, "op": "fault", "kind": "client_pause", "pid": pid})
+        self.nemesis.append({"t": end, "op": "heal", "kind": "client_pause", "pid": pid})
+
+    def check(self, counter=None):
+        with open(os.path.join(self.dir, "history", "all.jsonl"), "w") as f:
+            for e in self.events:
+                f.write(json.dumps(e) + "\n")
+        for name, rows in (("cli-runs.jsonl", self.runs), ("nemesis.jsonl", self.nemesis),
+                           ("clients.jsonl", self.clients)):
+            with open(os.path.join(self.dir, name), "w") as f:
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+        with open(os.path.join(self.dir, "run.json"), "w") as f:
+            json.dump({"seed": 1, "config": "test", "duration": 1, "names": NAMES}, f)
+        counter = self.counter if counter is None else counter
+        with open(os.path.join(self.dir, "resource.bin"), "wb") as f:
+            f.write(struct.pack("<QQQ", 0x31534F4148435352, 1, 1).ljust(64, b"\0"))
+            f.write(struct.pack("<QQQ", 0, counter, 0).ljust(64, b"\0"))
+        return checker.check(self.dir)["violations"]
+
+
+def only(violations, kind):
+    return {k: n for k, n in violations.items() if n and k != kind}
+
+
+class CheckerTest(unittest.TestCase):
+    def test_a_clean_history_of_handed_over_locks_has_no_violation(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.hold(1, 0, token=1)
+        h.hold(2, 100 * MS, token=2)
+        h.lock(1, 40 * MS, 155 * MS, token=3, until=1155 * MS)  # waited in line, granted after 2's unlock
+        self.assertEqual({k: n for k, n in h.check().items() if n}, {})
+
+    def test_a_grant_inside_a_valid_grant_is_two_holders_even_if_the_first_holder_was_paused(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.lock(1, 0, 10 * MS, token=1, until=1000 * MS)
+        h.pause(1, 30 * MS, 2000 * MS)
+        h.lock(2, 50 * MS, 110 * MS, token=2, until=1100 * MS)
+        v = h.check()
+        self.assertGreaterEqual(v["two_holders"], 1)
+
+    def test_a_grant_after_the_first_holders_validity_is_not_two_holders(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.lock(1, 0, 10 * MS, token=1, until=1000 * MS)
+        h.lock(2, 50 * MS, 1010 * MS, token=2, until=2000 * MS)
+        self.assertEqual(h.check()["two_holders"], 0)
+
+    def test_a_command_run_by_redsync_lock_overlapped_by_a_grant_is_two_holders(self):
+        h = History()
+        h.client(2)
+        h.cli_run("r1", 1, start=0, command_at=20 * MS, leave_at=500 * MS, end=600 * MS, token=1)
+        h.lock(2, 100 * MS, 200 * MS, token=2, until=1200 * MS)
+        self.assertGreaterEqual(h.check()["two_holders"], 1)
+
+    def test_a_stopped_redsync_tool_excuses_its_commands_overlap(self):
+        h = History()
+        h.client(2)
+        h.cli_run("r1", 1, start=0, command_at=20 * MS, leave_at=500 * MS, end=600 * MS, token=1, tool=900)
+        h.pause(900, 30 * MS, 400 * MS)
+        h.lock(2, 100 * MS, 200 * MS, token=2, until=1200 * MS)
+        self.assertEqual(h.check()["two_holders"], 0)
+
+    def test_a_token_equal_to_the_previous_holders_is_not_increasing(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.hold(1, 0, token=10)
+        h.lock(2, 5 * MS, 70 * MS, token=10, until=1070 * MS)  # began while 1 held: a hand-over
+        self.assertGreaterEqual(h.check()["token_not_increasing"], 1)
+
+    def test_a_lower_token_after_an_earlier_grant_is_not_increasing(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.hold(1, 0, token=10)
+        h.hold(2, 100 * MS, token=3)
+        self.assertGreaterEqual(h.check()["token_not_increasing"], 1)
+
+    def test_a_token_beyond_32_bits_is_reported(self):
+        h = History()
+        h.client(1)
+        h.events.append({"t": 5, "proc": 1, "pid": 1, "op": "token_overflow", "name": "a", "token": 2**32 + 5})
+        self.assertGreaterEqual(h.check()["token_not_increasing"], 1)
+
+    def test_an_accepted_stale_write_is_reported(self):
+        h = History()
+        h.client(1)
+        h.hold(1, 0, token=1)
+        w = next(e for e in h.events if e["op"] == "write")
+        w["stale"] = True
+        self.assertGreaterEqual(h.check()["stale_write_accepted"], 1)
+
+    def test_a_write_that_overwrote_another_is_a_lost_update(self):
+        h = History()
+        h.client(1)
+        h.hold(1, 0, token=1)
+        next(e for e in h.events if e["op"] == "write")["overwrote"] = True
+        self.assertGreaterEqual(h.check()["lost_update"], 1)
+
+    def test_a_counter_below_the_accepted_writes_is_a_lost_update(self):
+        h = History()
+        h.client(1)
+        h.hold(1, 0, token=1)
+        h.hold(1, 100 * MS, token=2)
+        self.assertGreaterEqual(h.check(counter=1)["lost_update"], 1)
+
+    def test_a_writer_killed_after_its_write_is_not_a_lost_update(self):
+        h = History()
+        h.client(1)
+        h.hold(1, 0, token=1)
+        h.events = [e for e in h.events if e["op"] not in ("write", "leave")]
+        self.assertEqual(h.check(counter=1)["lost_update"], 0)
+
+    def test_a_lock_call_returning_past_its_deadline_is_unbounded(self):
+        h = History()
+        h.client(1, timeout_ms=50)
+        h.lock(1, 0, 4000 * MS, token=0, until=0, deadline=3000 * MS, ok=False)
+        self.assertEqual(h.check()["unbounded_call"], 1)
+
+    def test_a_lock_call_of_a_paused_client_is_not_held_to_its_bound(self):
+        h = History()
+        h.client(1, timeout_ms=50)
+        h.pause(1, 1000 * MS, 3500 * MS)
+        h.lock(1, 0, 4000 * MS, token=0, until=0, deadline=3000 * MS, ok=False)
+        self.assertEqual(h.check()["unbounded_call"], 0)
+
+    def test_a_redsync_lock_run_waiting_past_its_wait_is_unbounded(self):
+        h = History()
+        h.runs.append({"op": "cli_run", "run": "r", "pid": 5, "name": "a", "start": 0, "end": 9000 * MS,
+                       "status": 75, "wait_ns": 3000 * MS, "timeout_ns": 100 * MS})
+        self.assertEqual(h.check()["unbounded_call"], 1)
+
+    def test_a_call_that_never_returned_is_unfinished(self):
+        h = History()
+        h.client(1)
+        h.events.append({"t": 5, "proc": 1, "pid": 1, "op": "lock_begin", "name": "a", "start": 5,
+                         "deadline": 3000 * MS})
+        self.assertEqual(h.check()["unfinished_call"], 1)
+
+    def test_a_crashed_client_or_an_internal_error_of_the_tool_is_a_failed_process(self):
+        h = History()
+        h.client(1)
+        h.clients[0]["status"] = -11
+        h.runs.append({"op": "cli_run", "run": "r", "pid": 5, "name": "a", "start": 0, "end": 10 * MS,
+                       "status": 70, "wait_ns": 3000 * MS, "timeout_ns": 100 * MS})
+        self.assertEqual(h.check()["process_failed"], 2)
+
+    def test_reused_pids_do_not_merge_two_processes(self):
+        h = History()
+        h.client(1, pid=77), h.client(2, pid=77)
+        h.hold(1, 0, token=1, pid=77)
+        h.hold(2, 100 * MS, token=2, pid=77)
+        self.assertEqual({k: n for k, n in h.check().items() if n}, {})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
