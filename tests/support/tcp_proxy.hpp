@@ -29,10 +29,10 @@ struct proxy_stats {
 ///
 /// The mode (normal, delay or stall) applies to every connection, current and
 /// new, from the moment it is set; refuse() and retarget() affect new
-/// connections only. When one side of a connection closes, the other is
-/// closed once what that side sent has been forwarded (a half-close is passed
-/// on as one); when one side resets or an upstream cannot be reached, the
-/// other side is closed at once.
+/// connections only. A side that closes (EOF) is passed on as a half-close
+/// once what it sent has been forwarded, and the connection is gone when both
+/// sides have closed; when one side resets, or a write to it fails, both are
+/// reset at once; a client whose upstream cannot be reached is closed.
 ///
 /// Every member function may be called from any thread; each call returns
 /// once the proxy's loop has applied it. Never call one from a callback that
