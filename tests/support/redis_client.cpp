@@ -49,7 +49,7 @@ void redis_client::context_deleter::operator()(redisContext* c) const {
 
 redis_client::redis_client(const redis_server& server, client_options opts)
     : host_("127.0.0.1"),
-      port_(server.port()),
+      port_(opts.port != 0 ? opts.port : server.port()),
       unix_path_(opts.unix_socket ? server.unix_path() : std::string()),
       password_(server.password()),
       opts_(opts) {

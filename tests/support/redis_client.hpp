@@ -20,6 +20,9 @@ struct client_options {
   std::chrono::milliseconds timeout{2000};
   /// Connect through the server's unix socket (the server needs config::unix_socket).
   bool unix_socket = false;
+  /// Connect to this TCP port on 127.0.0.1 instead of the server's own, e.g.
+  /// a tcp_proxy in front of it. 0 (default) = the server's port.
+  int port = 0;
 };
 
 /// A blocking connection to one redis_server, for checking what a test did.
