@@ -57,19 +57,26 @@ def create_resource(path, slots, enforce):
 
 
 def clients_of(config):
+    if config == "meta-pause-unfenced":
+        # Sections of up to 100 ms, checked only before they start: a pause
+        # often lands between a holder's check and its write.
+        return [("careless-%d" % k, "blocking" if k != 1 else "async", 1000, k == 2, 100) for k in range(3)]
     if config == "meta-guard-bypassed":
         # Long sections, checked only before they start: a holder is nearly
         # always inside one when the nodes lose its keys.
-        return [("long-%d" % k, "blocking", 3000, False, 2000) for k in range(3)]
+        return [("long-%d" % k, "blocking", 2000, False, 1200) for k in range(3)]
     return CLIENTS
 
 
 def start_clients(run_dir, build, uris, duration, seed, config):
     procs = []
     clients = clients_of(config)
+    # The broken-guard meta-test contends on one name, so a waiter is always
+    # there to take the keys the nodes lost.
+    names = NAMES[:1] if config == "meta-guard-bypassed" else NAMES
     for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
         args = [os.path.join(build, "tests/chaos/chaos_client"), "run", "--nodes", ",".join(uris),
-                "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(NAMES),
+                "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(names),
                 "--history", os.path.join(run_dir, "history", label + ".jsonl"), "--client", label,
                 "--mode", mode, "--expiry", str(expiry), "--work", str(work), "--duration", str(duration),
                 "--seed", str(seed * 100 + k)]
@@ -123,9 +130,9 @@ def run_once(args, config, seed, duration):
     elif config == "meta-pause-unfenced":
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"client_pause": 1}, gap=(0.2, 0.8))
     else:
-        max_expiry = 3000
+        max_expiry = 2000
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"restart_empty": 1},
-                                 majority=True, gap=(0.25, 0.5))
+                                 majority=True, gap=(0.15, 0.35))
     with open(os.path.join(run_dir, "schedule.json"), "w") as f:
         json.dump({"seed": seed, "config": config, "faults": schedule}, f, indent=1)
 
@@ -216,11 +223,19 @@ def main():
         else:
             print("chaos: no violation; run folder %s" % s["run_dir"], flush=True)
     if not args.no_meta:
+        # A known-unsafe run shows its violation with high probability, not
+        # certainty: up to three seeds each; a checker blind to a kind fails
+        # all three.
         for config, (what, expected) in META.items():
-            s = run_once(args, config, seed, args.meta_duration)
+            for attempt in range(3):
+                s = run_once(args, config, seed + attempt, args.meta_duration)
+                print(report.summary_line(s), flush=True)
+                missing = [k for k in expected if s["violations"][k] == 0]
+                if not missing:
+                    break
+                print("chaos: %s did not show %s with seed %d; trying the next seed" % (
+                    config, ", ".join(missing), seed + attempt), flush=True)
             summaries.append(s)
-            print(report.summary_line(s), flush=True)
-            missing = [k for k in expected if s["violations"][k] == 0]
             if missing:
                 failed = True
                 print("chaos: META-TEST FAILED: the checker did not report %s in a known-unsafe run (%s); "
