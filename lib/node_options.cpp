@@ -277,6 +277,9 @@ class uri_parser {
     if (path.empty() || path == "/") fail("empty unix socket path");
     if (path.front() != '/') fail("unix socket path \"{}\" is not absolute", path);
     node_.unix_path = decode(path, "unix socket path", true);
+    // The transport passes the path on as a C string: a NUL (raw or %00)
+    // would cut it short and reach another socket.
+    if (node_.unix_path.find('\0') != std::string::npos) fail("unix socket path contains a NUL byte");
     node_.host.clear();
     if (q != std::string_view::npos) parse_unix_query(rest.substr(q + 1));
   }

@@ -245,6 +245,13 @@ TEST_CASE("an empty unix socket path is rejected") {
   CHECK(parse_error("unix:///?db=1").find("empty unix socket path") != std::string::npos);
 }
 
+TEST_CASE("a NUL byte in a unix socket path is rejected, raw or percent-encoded") {
+  using namespace std::string_literals;
+  CHECK(parse_error("unix:///tmp/a%00b.sock").find("NUL byte") != std::string::npos);
+  // Found by tests/fuzz/uri_fuzz.cpp: the transport would have connected to /var/run/r.
+  CHECK_THROWS_AS(node_options::parse("unix:/Q//var/run/r\0\0\0\0\0\0\0!is.sock"s), config_error);
+}
+
 TEST_CASE("a unix URI with a host or user info is rejected") {
   CHECK(parse_error("unix://localhost/tmp/r.sock").find("\"localhost\" before the path") !=
         std::string::npos);
