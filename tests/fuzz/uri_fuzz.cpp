@@ -3,9 +3,9 @@
 // Any input either parses or throws config_error (anything else escaping is
 // a finding). A parsed node is usable as given: a TCP host with a port in
 // 1..65535 whose address() parses back to it, or an absolute unix socket
-// path the transport can pass as a C string; db >= 0. An error message never
-// shows a password: neither the one in the user info nor a "password=" query
-// value.
+// path the transport can pass as a C string; db >= 0. An error message is
+// printable and whole, and never shows a password: neither the one in the
+// user info nor a "password=" query value.
 
 #include "fuzz_check.hpp"
 
@@ -59,21 +59,23 @@ struct span {
 
 // Where a URI carries passwords, read the way a user means them: in the user
 // info after the first ':' (for redis:// the user info ends at the last '@';
-// otherwise at the last '@' before the path), and in "password=" query
-// values (up to the next '&').
+// otherwise at the last '@' before the path), and in "password=" values of
+// the query after it (up to the next '&').
 std::vector<span> secrets(std::string_view uri) {
   std::vector<span> out;
+  std::size_t query_from = 0;
   if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
     const std::size_t authority = scheme_end + 3;
     const std::size_t at = starts_with_nocase(uri, "redis://")
                                ? uri.rfind('@')
                                : uri.substr(0, uri.find('/', authority)).rfind('@');
     if (at != std::string_view::npos && at >= authority) {
+      query_from = at + 1;
       const std::size_t colon = uri.find(':', authority);
       if (colon != std::string_view::npos && colon < at) out.push_back({colon + 1, at - colon - 1});
     }
   }
-  if (const std::size_t q = uri.find('?'); q != std::string_view::npos) {
+  if (const std::size_t q = uri.find('?', query_from); q != std::string_view::npos) {
     for (std::size_t p = uri.find("password=", q); p != std::string_view::npos;
          p = uri.find("password=", p + 1)) {
       const std::size_t value = p + 9;
@@ -84,21 +86,36 @@ std::vector<span> secrets(std::string_view uri) {
   return out;
 }
 
-// Characters the parser's own message texts use: a secret made only of
-// these could show up in a message without having leaked.
-bool template_char(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view(" \"():/.,[]'-@*_=").find(c) != std::string_view::npos;
+// Whether `c` can only reach a message from the URI's own text: not a
+// character of the messages' fixed words, of a masked "***" or of a control
+// character shown as \xNN, and not a control character itself.
+bool distinctive(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u < 0x20 || u == 0x7f) return false;
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return false;
+  return std::string_view(" \"():/.,[]'-@*_=\\").find(c) == std::string_view::npos;
+}
+
+// what() is a C string: a NUL in the message would cut it short, and
+// other control characters garble logs and terminals.
+void check_printable(std::string_view message) {
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    check(u >= 0x20 && u != 0x7f, "an error message holds a control character");
+  }
+  check(message.find("\": ") != std::string_view::npos, "an error message is cut short");
 }
 
 void check_redacted(std::string_view uri, std::string_view message) {
   for (const span s : secrets(uri)) {
     const std::string_view secret = uri.substr(s.pos, s.len);
-    if (secret.size() < 4) continue;
-    bool distinctive = false;
-    for (char c : secret) distinctive = distinctive || !template_char(c);
-    if (!distinctive) continue;
-    // Only a secret that appears nowhere else in the URI can be told apart.
+    // Only a secret made of distinctive characters (say "!~#!") can be told
+    // apart from the words and quotes around the parts a message shows.
+    if (secret.size() < 2) continue;
+    bool all_distinctive = true;
+    for (char c : secret) all_distinctive = all_distinctive && distinctive(c);
+    if (!all_distinctive) continue;
+    // Nor when the same text is also elsewhere in the URI.
     std::string rest(uri.substr(0, s.pos));
     rest += uri.substr(s.pos + s.len);
     if (rest.find(secret) != std::string::npos) continue;
@@ -114,6 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     parsed = node_options::parse(uri);
   } catch (const config_error& e) {
+    check_printable(e.what());
     check_redacted(uri, e.what());
     return 0;
   }
