@@ -1,6 +1,7 @@
 #include "node_trust.hpp"
 
 #include "engine.hpp"
+#include "quorum.hpp"
 #include "script_answers.hpp"
 #include "scripts.hpp"
 #include "value_generator.hpp"
@@ -278,7 +279,7 @@ void node_trust::on_look(const look& l) {
       nd.mark = l.mark[i];
       nd.mark_identity = l.identity[i];
       nd.first_seen = l.now[i];
-      nd.ready_at = now + delay;
+      nd.ready_at = saturating_add(now, delay);
       nd.blocked.clear();
       if (delay == milliseconds::zero())
         look_again_ = true;

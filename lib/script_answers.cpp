@@ -1,5 +1,7 @@
 #include "script_answers.hpp"
 
+#include "quorum.hpp"
+
 #include <charconv>
 
 namespace redsync::detail {
@@ -12,6 +14,12 @@ std::int64_t to_int(std::string_view s) {
   std::int64_t v = 0;
   std::from_chars(s.data(), s.data() + s.size(), v);
   return v;
+}
+
+// Every client records an expiry it uses, at most max_expiry. Anything else
+// would reach the repair delay, which is added to clock readings.
+bool valid_window(std::chrono::milliseconds w) {
+  return w >= std::chrono::milliseconds::zero() && w <= max_expiry;
 }
 
 }  // namespace
@@ -48,6 +56,7 @@ std::optional<acquire_vote> read_acquire_vote(const reply& r) {
   v.record_identity = r.elements[1].str;
   v.age = std::chrono::milliseconds{r.elements[2].integer};
   v.window = std::chrono::milliseconds{r.elements[3].integer};
+  if (!valid_window(v.window)) return std::nullopt;
   return v;
 }
 
@@ -60,6 +69,7 @@ std::optional<node_record> read_node_record(const reply& r) {
   rec.now_ms = to_int(r.elements[3].str);
   rec.mark = r.elements[4].str;
   rec.window = std::chrono::milliseconds{to_int(r.elements[5].str)};
+  if (!valid_window(rec.window)) return std::nullopt;
   return rec;
 }
 

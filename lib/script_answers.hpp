@@ -37,7 +37,9 @@ struct acquire_vote {
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
 };
 
-// nullopt unless the answer is {token, identity, age, window}.
+// nullopt unless the answer is {token, identity, age, window}, with the
+// window in 0..max_expiry as every client writes it (a record that says
+// otherwise is corrupt, and a node's vote must not rest on it).
 std::optional<acquire_vote> read_acquire_vote(const reply& r);
 
 // record_read_script's answer, as node_trust's looks use it. Views into the
@@ -51,7 +53,8 @@ struct node_record {
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
 };
 
-// nullopt unless the answer is an array of 6 elements.
+// nullopt unless the answer is an array of 6 elements whose window (absent
+// reads as 0) is in 0..max_expiry.
 std::optional<node_record> read_node_record(const reply& r);
 
 }  // namespace redsync::detail

@@ -82,6 +82,8 @@ void check_window(std::chrono::milliseconds w) {
   // node_trust keeps the longest window it reads and waits that long before
   // a repair: it must be a duration the library's arithmetic can hold.
   check(w.count() >= 0 && w <= max_expiry, "a recorded window outside 0..max_expiry");
+  const auto now = std::chrono::steady_clock::now();
+  check(saturating_add(now, w) >= now, "a repair time before now");
 }
 
 void classify(const reply& r) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "node_trust.hpp"
+#include "quorum.hpp"
 #include "resp.hpp"
 #include "script_answers.hpp"
 
@@ -89,6 +90,27 @@ TEST_CASE("a record read gives its counter, identity, server time, mark and wind
   CHECK_FALSE(empty->has_counter);
   CHECK(empty->window.count() == 0);
   CHECK_FALSE(read_node_record(parse("*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n")));
+}
+
+TEST_CASE("a recorded window outside 0..max_expiry makes an acquisition's yes or a record unreadable") {
+  // Found by tests/fuzz/reply_fuzz.cpp: a record's window fed the repair
+  // delay as it was, and steady_clock::now() + delay overflowed (UB).
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:-1\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036854775807\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036855\r\n")));
+  const auto longest = read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036854\r\n"));
+  REQUIRE(longest);
+  CHECK(longest->window == max_expiry);
+
+  auto record_with_window = [](const std::string& window) {
+    return parse("*6\r\n$1\r\n1\r\n$1\r\nr\r\n$0\r\n\r\n$1\r\n5\r\n$1\r\nm\r\n$" +
+                 std::to_string(window.size()) + "\r\n" + window + "\r\n");
+  };
+  CHECK_FALSE(read_node_record(record_with_window("-1")));
+  CHECK_FALSE(read_node_record(record_with_window("9223372036854775807")));
+  CHECK_FALSE(read_node_record(record_with_window("9223372036855")));
+  REQUIRE(read_node_record(record_with_window("9223372036854")));
+  CHECK(read_node_record(record_with_window("9223372036854"))->window == max_expiry);
 }
 
 TEST_CASE("INFO identifies a master by run_id and replication id, and names why others cannot vote") {
