@@ -12,6 +12,7 @@
 #include "mutex_state.hpp"
 #include "quorum.hpp"
 #include "release_sender.hpp"
+#include "script_answers.hpp"
 #include "value_generator.hpp"
 
 #include <fmt/format.h>
@@ -27,25 +28,6 @@ using clock = std::chrono::steady_clock;
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-// The acquire script answers {token, record run, age} where SET NX won on
-// every name, a negative number or nil where it did not.
-node_status classify_acquire(const reply& r) {
-  if (r.type == reply::kind::array && !r.elements.empty() && r.elements[0].type == reply::kind::integer &&
-      r.elements[0].integer > 0)
-    return node_status::ok;
-  if (r.type == reply::kind::integer && r.integer < 0) return node_status::taken;
-  if (r.type == reply::kind::nil) return node_status::taken;
-  return node_status::reply_error;
-}
-
-node_status classify_three_way(const reply& r) {
-  if (r.type != reply::kind::integer) return node_status::reply_error;
-  if (r.integer == 1) return node_status::ok;
-  if (r.integer == 0) return node_status::missing;
-  if (r.integer == -1) return node_status::taken;
-  return node_status::reply_error;
-}
 
 // Why an acquisition attempt failed. "busy" means the other holders are what
 // stood in the way: the nodes that failed or were left out could not have
@@ -341,11 +323,7 @@ class operation final : public loop_task,
     round_spec spec;
     spec.send = script_sender(make_script_call(fence_script(), {st_->name, record_key}, {value_, token_text}),
                               st_->route, st_->timeout);
-    spec.classify = [](const reply& r) {
-      if (r.type == reply::kind::integer && r.integer == 1) return node_status::ok;
-      if (r.type == reply::kind::integer && r.integer == 0) return node_status::missing;
-      return node_status::reply_error;
-    };
+    spec.classify = classify_fence;
     spec.quorum = eng_.quorum() - at_token;
     spec.excluded = std::move(skip);
     in_round_ = true;

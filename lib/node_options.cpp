@@ -9,12 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace redsync {
 namespace {
@@ -41,50 +43,44 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   return true;
 }
 
-// `uri` with the value of a "password=" query parameter (which unix: URIs
-// reject, but people write) replaced by "***".
-std::string redact_query(std::string_view uri) {
-  const std::size_t q = uri.find('?');
-  if (q == std::string_view::npos) return std::string(uri);
-  std::string shown(uri.substr(0, q));
-  std::string_view query = uri.substr(q);
-  for (std::size_t p = query.find("password="); p != std::string_view::npos; p = query.find("password=")) {
-    const std::size_t value = p + 9;
-    shown += query.substr(0, value);
-    shown += "***";
-    const std::size_t amp = query.find('&', value);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp);
+// A part of a URI that must not be shown: [pos, pos + len).
+struct span {
+  std::size_t pos = 0;
+  std::size_t len = 0;
+};
+
+// Where `uri` carries passwords: after the first ':' of the user info (for
+// redis:// the user info ends at the last '@', see parse_redis; for other
+// schemes at an '@' before the path), and in the value of every
+// "password=" query parameter after it, which no scheme here accepts but
+// people write (redis-py reads redis://host?password=...). In order.
+std::vector<span> find_secrets(std::string_view uri) {
+  std::vector<span> out;
+  std::size_t query_from = 0;
+  if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
+    const std::size_t authority = scheme_end + 3;
+    const bool redis = starts_with_nocase(uri, redis_prefix);
+    const std::size_t at = redis ? uri.rfind('@') : uri.substr(0, uri.find('/', authority)).rfind('@');
+    if (at != std::string_view::npos && at >= authority) {
+      query_from = at + 1;
+      const std::size_t colon = uri.find(':', authority);
+      if (colon < at) out.push_back({colon + 1, at - colon - 1});
+    }
   }
-  shown += query;
-  return shown;
-}
-
-// The URI as it may be shown: the password (after the first ':' of the user
-// info) becomes "***". For redis:// the user info ends at the last '@'
-// (see parse_redis); for other schemes, at an '@' before the path.
-std::string redact_user_info(std::string_view uri) {
-  const std::size_t scheme_end = uri.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(uri);
-  const std::size_t authority = scheme_end + 3;
-  const bool redis = starts_with_nocase(uri, redis_prefix);
-  const std::size_t at = redis ? uri.rfind('@') : uri.substr(0, uri.find('/', authority)).rfind('@');
-  if (at == std::string_view::npos || at < authority) return std::string(uri);
-  const std::size_t colon = uri.find(':', authority);
-  if (colon == std::string_view::npos || colon > at) return std::string(uri);
-  std::string shown(uri.substr(0, colon + 1));
-  shown += "***";
-  shown += uri.substr(at);
-  return shown;
-}
-
-std::string redact(std::string_view uri) {
-  if (starts_with_nocase(uri, redis_prefix)) return redact_user_info(uri);
-  return redact_query(redact_user_info(uri));
+  if (const std::size_t q = uri.find('?', query_from); q != std::string_view::npos) {
+    for (std::size_t p = uri.find("password=", q); p != std::string_view::npos;) {
+      const std::size_t value = p + 9;
+      const std::size_t end = std::min(uri.find('&', value), uri.size());
+      out.push_back({value, end - value});
+      p = uri.find("password=", end);
+    }
+  }
+  return out;
 }
 
 class uri_parser {
  public:
-  explicit uri_parser(std::string_view uri) : uri_(uri) {}
+  explicit uri_parser(std::string_view uri) : uri_(uri), secrets_(find_secrets(uri)) {}
 
   node_options parse() {
     if (uri_.empty()) fail("the URI is empty");
@@ -99,10 +95,50 @@ class uri_parser {
   }
 
  private:
+  // Error messages show parts of the URI through shown(), since config
+  // errors end up in logs.
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    throw config_error(fmt::format("invalid node URI \"{}\": {}", redact(uri_),
+    throw config_error(fmt::format("invalid node URI \"{}\": {}", shown(uri_),
                                    fmt::format(format, std::forward<Args>(args)...)));
+  }
+
+  // `part` (a view into the URI) as it may be shown: every password in it,
+  // or the piece of one it holds, becomes "***", and control characters
+  // become \xNN (a NUL would cut what() short).
+  std::string shown(std::string_view part) const {
+    const std::size_t from = static_cast<std::size_t>(part.data() - uri_.data());
+    const std::size_t to = from + part.size();
+    std::string out;
+    std::size_t at = from;
+    for (const span& s : secrets_) {
+      const std::size_t begin = std::max(s.pos, at);
+      const std::size_t end = std::min(s.pos + s.len, to);
+      if (begin >= end) continue;
+      append_printable(out, uri_.substr(at, begin - at));
+      out += "***";
+      at = end;
+    }
+    append_printable(out, uri_.substr(at, to - at));
+    return out;
+  }
+
+  // Decoded text as it may be shown.
+  static std::string printable(std::string_view text) {
+    std::string out;
+    append_printable(out, text);
+    return out;
+  }
+
+  static void append_printable(std::string& out, std::string_view text) {
+    for (const char c : text) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        out += fmt::format("\\x{:02x}", u);
+      } else {
+        out += c;
+      }
+    }
   }
 
   [[noreturn]] void reject_scheme() const {
@@ -141,7 +177,7 @@ class uri_parser {
       const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
         if (show) {
-          fail("bad percent-encoding \"{}\" in {}", s.substr(i, 3), what);
+          fail("bad percent-encoding \"{}\" in {}", shown(s.substr(i, 3)), what);
         }
         fail("bad percent-encoding in {}", what);
       }
@@ -162,11 +198,11 @@ class uri_parser {
   int parse_number(std::string_view s, std::string_view what, long long min, long long max) const {
     bool digits = !s.empty();
     for (char c : s) digits = digits && is_digit(c);
-    if (!digits) fail("{} \"{}\" is not a non-negative integer", what, s);
+    if (!digits) fail("{} \"{}\" is not a non-negative integer", what, shown(s));
     long long value = 0;
     const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), value);
     if (r.ec == std::errc::result_out_of_range || value < min || value > max) {
-      fail("{} {} is out of range {}..{}", what, s, min, max);
+      fail("{} {} is out of range {}..{}", what, shown(s), min, max);
     }
     return static_cast<int>(value);
   }
@@ -180,7 +216,7 @@ class uri_parser {
     }
 
     if (const std::size_t q = rest.find_first_of("?#"); q != std::string_view::npos) {
-      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", rest.substr(q));
+      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", shown(rest.substr(q)));
     }
 
     const std::size_t slash = rest.find('/');
@@ -199,7 +235,7 @@ class uri_parser {
       fail(
           "user name \"{}\" has no password (for a password alone write "
           "redis://:password@host)",
-          node_.username);
+          printable(node_.username));
     }
   }
 
@@ -208,18 +244,18 @@ class uri_parser {
     bool has_port = false;
     if (!hp.empty() && hp.front() == '[') {
       const std::size_t close = hp.find(']');
-      if (close == std::string_view::npos) fail("IPv6 address \"{}\" lacks a closing ']'", hp);
+      if (close == std::string_view::npos) fail("IPv6 address \"{}\" lacks a closing ']'", shown(hp));
       const std::string_view host = hp.substr(1, close - 1);
       if (host.empty()) fail("empty host");
       for (char c : host) {
         if (!(is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'f') || c == ':' || c == '.')) {
-          fail("IPv6 address \"{}\" contains '{}'", host, c);
+          fail("IPv6 address \"{}\" contains '{}'", shown(host), printable({&c, 1}));
         }
       }
       node_.host = std::string(host);
       const std::string_view after = hp.substr(close + 1);
       if (!after.empty()) {
-        if (after.front() != ':') fail("unexpected \"{}\" after IPv6 address", after);
+        if (after.front() != ':') fail("unexpected \"{}\" after IPv6 address", shown(after));
         has_port = true;
         port = after.substr(1);
       }
@@ -229,7 +265,7 @@ class uri_parser {
       if (host.empty()) fail("empty host");
       for (char c : host) {
         if (!(is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_')) {
-          fail("host \"{}\" contains '{}'", host, c);
+          fail("host \"{}\" contains '{}'", shown(host), printable({&c, 1}));
         }
       }
       node_.host = std::string(host);
@@ -240,7 +276,7 @@ class uri_parser {
           fail(
               "too many ':' in \"{}\" (an IPv6 address goes in brackets: "
               "[::1]:6379)",
-              hp);
+              shown(hp));
         }
       }
     }
@@ -248,7 +284,7 @@ class uri_parser {
       if (port.empty()) fail("port is empty after ':'");
       bool digits = true;
       for (char c : port) digits = digits && is_digit(c);
-      if (!digits) fail("port \"{}\" is not a number", port);
+      if (!digits) fail("port \"{}\" is not a number", shown(port));
       node_.port = parse_number(port, "port", 1, 65535);
     }
   }
@@ -266,17 +302,20 @@ class uri_parser {
         fail(
             "unexpected \"{}\" before the path (write "
             "unix:///path/to/redis.sock)",
-            authority.find('@') == std::string_view::npos ? authority : "user info");
+            authority.find('@') == std::string_view::npos ? shown(authority) : "user info");
       }
     }
     if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
-      fail("unexpected \"{}\" (unix: URIs take no fragment)", rest.substr(hash));
+      fail("unexpected \"{}\" (unix: URIs take no fragment)", shown(rest.substr(hash)));
     }
     const std::size_t q = rest.find('?');
     const std::string_view path = rest.substr(0, q);
     if (path.empty() || path == "/") fail("empty unix socket path");
-    if (path.front() != '/') fail("unix socket path \"{}\" is not absolute", path);
+    if (path.front() != '/') fail("unix socket path \"{}\" is not absolute", shown(path));
     node_.unix_path = decode(path, "unix socket path", true);
+    // The transport passes the path on as a C string: a NUL (raw or %00)
+    // would cut it short and reach another socket.
+    if (node_.unix_path.find('\0') != std::string::npos) fail("unix socket path contains a NUL byte");
     node_.host.clear();
     if (q != std::string_view::npos) parse_unix_query(rest.substr(q + 1));
   }
@@ -290,7 +329,7 @@ class uri_parser {
       const std::size_t eq = param.find('=');
       const std::string_view key = param.substr(0, eq);
       if (key != "db") {
-        fail("unknown query parameter \"{}\" (only db is supported)", key);
+        fail("unknown query parameter \"{}\" (only db is supported)", shown(key));
       }
       if (seen_db) fail("query parameter db given twice");
       seen_db = true;
@@ -300,6 +339,7 @@ class uri_parser {
   }
 
   std::string_view uri_;
+  std::vector<span> secrets_;
   node_options node_;
 };
 

@@ -1,14 +1,16 @@
 #include "node_trust.hpp"
 
 #include "engine.hpp"
+#include "quorum.hpp"
+#include "script_answers.hpp"
 #include "scripts.hpp"
 #include "value_generator.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <memory>
+#include <optional>
 
 namespace redsync::detail {
 
@@ -27,12 +29,6 @@ std::string_view info_field(std::string_view info, std::string_view key) {
     at += key.size();
   }
   return {};
-}
-
-std::int64_t to_int(std::string_view s) {
-  std::int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
 }
 
 std::string short_id(std::string_view identity) {
@@ -73,47 +69,52 @@ std::chrono::milliseconds node_trust::repair_delay(milliseconds recorded) const 
   return std::max({fixed_window_, eng_.longest_expiry(), recorded, recorded_window_});
 }
 
-void node_trust::on_server_info(std::size_t i, const reply& info) {
-  node& n = nodes_[i];
-  n.identity.clear();
+server_identity identify_server(const reply& info) {
+  server_identity out;
   if (info.is_error()) {
-    n.problem = fmt::format(
+    out.problem = fmt::format(
         "cannot read INFO ({}): redsync needs it (ACL: +info) to detect a restarted or replaced server, so "
         "this node's vote does not count",
         info.str);
-    return;
+    return out;
   }
   const auto run_id = info_field(info.str, "run_id");
   if (run_id.empty()) {
-    n.problem =
+    out.problem =
         "INFO server has no run_id (a server other than Redis or Valkey?): redsync cannot detect a "
         "restart or replacement of this node, so its vote does not count";
-    return;
+    return out;
   }
   if (const auto role = info_field(info.str, "role"); !role.empty() && role != "master") {
-    n.problem = fmt::format(
+    out.problem = fmt::format(
         "the node is a replica (role:{}): its data follows another server, so its vote does not count; "
         "lock nodes must be independent masters",
         role);
-    return;
+    return out;
   }
   const auto maxmemory = info_field(info.str, "maxmemory");
   const auto policy = info_field(info.str, "maxmemory_policy");
   if (!maxmemory.empty() && maxmemory != "0" && !policy.empty() && policy != "noeviction") {
-    n.problem = fmt::format(
+    out.problem = fmt::format(
         "maxmemory-policy {} with maxmemory {} may evict lock keys, so this node's vote does not count; "
         "use maxmemory-policy noeviction (or no maxmemory) on lock nodes",
         policy, maxmemory);
-    return;
+    return out;
   }
-  n.problem.clear();
   // A full resynchronisation (REPLICAOF, then REPLICAOF NO ONE) replaces
   // the data but keeps the run_id; it changes the replication id.
-  n.identity.assign(run_id);
+  out.identity.assign(run_id);
   if (const auto replid = info_field(info.str, "master_replid"); !replid.empty()) {
-    n.identity += ':';
-    n.identity += replid;
+    out.identity += ':';
+    out.identity += replid;
   }
+  return out;
+}
+
+void node_trust::on_server_info(std::size_t i, const reply& info) {
+  server_identity id = identify_server(info);
+  nodes_[i].identity = std::move(id.identity);
+  nodes_[i].problem = std::move(id.problem);
 }
 
 bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
@@ -122,15 +123,13 @@ bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
     why = n.problem;
     return true;
   }
-  const bool well_formed =
-      r.type == reply::kind::array && r.elements.size() == 4 && r.elements[1].type == reply::kind::string &&
-      r.elements[2].type == reply::kind::integer && r.elements[3].type == reply::kind::integer;
-  if (!well_formed) {
+  const std::optional<acquire_vote> vote = read_acquire_vote(r);
+  if (!vote) {
     why = "unexpected reply to the acquisition";
     return true;
   }
-  const std::string& record_identity = r.elements[1].str;
-  const milliseconds recorded{r.elements[3].integer};
+  const std::string_view record_identity = vote->record_identity;
+  const milliseconds recorded = vote->window;
   recorded_window_ = std::max(recorded_window_, recorded);
   if (n.identity.empty() || record_identity != n.identity) {
     if (!n.blocked.empty()) {
@@ -150,7 +149,7 @@ bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
     start_look();
     return true;
   }
-  const milliseconds age{r.elements[2].integer};
+  const milliseconds age = vote->age;
   const auto w = guard_ ? std::max(window(), recorded) : milliseconds::zero();
   if (w > milliseconds::zero() && age < w) {
     const auto shown_age = std::max(age, milliseconds::zero());
@@ -217,27 +216,27 @@ void node_trust::start_look() {
   for (std::size_t i = 0; i < n; ++i) {
     const bool mark = nodes_[i].mark.empty();
     auto call = mark ? marking : plain;
-    send_script(
-        eng_.node(i), 0, *call, timeout_,
-        [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
-          if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
-          const reply& v = r.value;
-          if (r.status == transport_status::ok && v.type == reply::kind::array && v.elements.size() == 6) {
-            l->answered[i] = true;
-            l->marked[i] = mark;
-            l->identity[i] = nodes_[i].identity;
-            l->has_counter[i] = !v.elements[0].str.empty();
-            l->fence[i] = to_int(v.elements[0].str);
-            l->record_identity[i] = v.elements[1].str;
-            l->now[i] = to_int(v.elements[3].str);
-            l->mark[i] = v.elements[4].str;
-            l->recorded_window = std::max(l->recorded_window, milliseconds{to_int(v.elements[5].str)});
-          }
-          if (--l->left == 0) {
-            looking_ = false;
-            on_look(*l);
-          }
-        });
+    send_script(eng_.node(i), 0, *call, timeout_,
+                [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
+                  if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
+                  std::optional<node_record> rec;
+                  if (r.status == transport_status::ok) rec = read_node_record(r.value);
+                  if (rec) {
+                    l->answered[i] = true;
+                    l->marked[i] = mark;
+                    l->identity[i] = nodes_[i].identity;
+                    l->has_counter[i] = rec->has_counter;
+                    l->fence[i] = rec->fence;
+                    l->record_identity[i] = rec->identity;
+                    l->now[i] = rec->now_ms;
+                    l->mark[i] = rec->mark;
+                    l->recorded_window = std::max(l->recorded_window, rec->window);
+                  }
+                  if (--l->left == 0) {
+                    looking_ = false;
+                    on_look(*l);
+                  }
+                });
   }
 }
 
@@ -280,7 +279,7 @@ void node_trust::on_look(const look& l) {
       nd.mark = l.mark[i];
       nd.mark_identity = l.identity[i];
       nd.first_seen = l.now[i];
-      nd.ready_at = now + delay;
+      nd.ready_at = saturating_add(now, delay);
       nd.blocked.clear();
       if (delay == milliseconds::zero())
         look_again_ = true;

@@ -74,6 +74,15 @@ namespace redsync::detail {
 
 class engine;
 
+// What a node's reply to INFO says about it: its identity (run_id, and
+// master_replid when given), or why its vote can never count (INFO refused,
+// no run_id, a replica, a maxmemory policy that evicts). Pure.
+struct server_identity {
+  std::string identity;  // empty when `problem` is set
+  std::string problem;
+};
+server_identity identify_server(const reply& info);
+
 class node_trust {
  public:
   using clock = std::chrono::steady_clock;

@@ -97,4 +97,15 @@ constexpr std::chrono::microseconds validity(std::chrono::milliseconds expiry,
   return std::chrono::microseconds{expiry} - elapsed - drift;
 }
 
+/// `t + d` for a `t` at or after the clock's epoch (any steady_clock
+/// reading) and `d` >= 0, or the clock's last time point when the sum does
+/// not fit: a delay may be as long as max_expiry, which in nanoseconds
+/// leaves no room for the clock's own reading.
+inline std::chrono::steady_clock::time_point saturating_add(std::chrono::steady_clock::time_point t,
+                                                            std::chrono::milliseconds d) noexcept {
+  using time_point = std::chrono::steady_clock::time_point;
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(time_point::max() - t);
+  return d <= room ? t + d : time_point::max();
+}
+
 }  // namespace redsync::detail

@@ -4,6 +4,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdlib>
 #include <new>
@@ -84,10 +86,37 @@ reply convert(const redisReply* r) {
   return out;
 }
 
+// hiredis' own array constructor (its reply objects are kept), behind a
+// check of the reader's element budget.
+using create_array_fn = decltype(redisReplyObjectFunctions::createArray);
+create_array_fn default_create_array = nullptr;
+
+redisReplyObjectFunctions* bounded_functions(const redisReplyObjectFunctions* defaults) {
+  static redisReplyObjectFunctions functions = [defaults] {
+    redisReplyObjectFunctions f = *defaults;
+    default_create_array = f.createArray;
+    // The count is an int in hiredis 0.14 and a size_t in 1.x.
+    f.createArray = [](const redisReadTask* task, auto elements) -> void* {
+      auto* budget = static_cast<resp_reader::element_budget*>(task->privdata);
+      const auto count = static_cast<std::size_t>(elements);
+      if (count > max_reply_elements - budget->declared) {
+        budget->exceeded = true;
+        return nullptr;  // hiredis then fails the reader ("Out of memory")
+      }
+      budget->declared += count;
+      return default_create_array(task, elements);
+    };
+    return f;
+  }();
+  return &functions;
+}
+
 }  // namespace
 
 resp_reader::resp_reader() : reader_(redisReaderCreate()) {
   if (reader_ == nullptr) throw std::bad_alloc();
+  reader_->fn = bounded_functions(reader_->fn);
+  reader_->privdata = &budget_;
 }
 
 resp_reader::~resp_reader() {
@@ -107,10 +136,15 @@ resp_reader::status resp_reader::next(reply& out) {
   if (!error_.empty()) return status::protocol_error;
   void* raw = nullptr;
   if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-    error_ = reader_->errstr[0] != '\0' ? reader_->errstr : "protocol error";
+    if (budget_.exceeded) {
+      error_ = fmt::format("a reply of more than {} elements", max_reply_elements);
+    } else {
+      error_ = reader_->errstr[0] != '\0' ? reader_->errstr : "protocol error";
+    }
     return status::protocol_error;
   }
   if (raw == nullptr) return status::incomplete;
+  budget_.declared = 0;  // the next reply starts afresh
   auto* r = static_cast<redisReply*>(raw);
   try {
     out = convert(r);

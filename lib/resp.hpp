@@ -34,9 +34,24 @@ class resp_reader {
   status next(reply& out);
   const std::string& error() const noexcept { return error_; }
 
+  // Elements the reply being read has declared so far (every array's count,
+  // at any depth), kept by the reader's hiredis callbacks (resp.cpp).
+  struct element_budget {
+    std::size_t declared = 0;
+    bool exceeded = false;
+  };
+
  private:
   redisReader* reader_;
+  element_budget budget_;
   std::string error_;
 };
+
+// The most elements one reply may declare, counting every array in it. No
+// reply the library reads comes close (scripts answer at most 6, pub/sub
+// messages 3, INFO is one string), while hiredis allocates an array's
+// element pointers as soon as it reads the count: "*2147483647\r\n" alone
+// would take 16 GiB. A reply that declares more is a protocol error.
+inline constexpr std::size_t max_reply_elements = 65536;
 
 }  // namespace redsync::detail

@@ -245,6 +245,37 @@ TEST_CASE("an empty unix socket path is rejected") {
   CHECK(parse_error("unix:///?db=1").find("empty unix socket path") != std::string::npos);
 }
 
+TEST_CASE("a NUL byte in a unix socket path is rejected, raw or percent-encoded") {
+  using namespace std::string_literals;
+  CHECK(parse_error("unix:///tmp/a%00b.sock").find("NUL byte") != std::string::npos);
+  // Found by tests/fuzz/uri_fuzz.cpp: the transport would have connected to /var/run/r.
+  const std::string raw = parse_error("unix:/Q//var/run/r\0\0\0\0\0\0\0!is.sock"s);
+  CHECK(raw.find("NUL byte") != std::string::npos);
+  CHECK(raw.find("\"unix:/Q//var/run/r\\x00\\x00\\x00\\x00\\x00\\x00\\x00!is.sock\"") != std::string::npos);
+}
+
+TEST_CASE("control characters in a URI are shown escaped in the message") {
+  using namespace std::string_literals;
+  const std::string m = parse_error("redis://ho\nst\x1b[2J\0:1"s);
+  CHECK(m.find("\"redis://ho\\x0ast\\x1b[2J\\x00:1\"") != std::string::npos);
+  CHECK(m.find("host \"ho\\x0ast\\x1b[2J\\x00\" contains '\\x0a'") != std::string::npos);
+}
+
+TEST_CASE("passwords are hidden in every part of the URI an error message shows") {
+  // Found by tests/fuzz/uri_fuzz.cpp: the path was shown as written.
+  const std::string path = parse_error("unix:s://:hunter2!!@localhost/x");
+  CHECK(path.find("hunter2") == std::string::npos);
+  CHECK(path.find("unix socket path \"s://:***@localhost/x\" is not absolute") != std::string::npos);
+  // redis-py reads a password from the query: ours rejects it, unseen.
+  const std::string query = parse_error("redis://cache:6379?password=hunter2&db=1");
+  CHECK(query.find("hunter2") == std::string::npos);
+  CHECK(query.find("\"redis://cache:6379?password=***&db=1\"") != std::string::npos);
+  CHECK(query.find("unexpected \"?password=***&db=1\"") != std::string::npos);
+  const std::string fragment = parse_error("unix:///tmp/r.sock#?password=hunter2");
+  CHECK(fragment.find("hunter2") == std::string::npos);
+  CHECK(parse_error("redis://u:hun%zzter2@h").find("hun") == std::string::npos);
+}
+
 TEST_CASE("a unix URI with a host or user info is rejected") {
   CHECK(parse_error("unix://localhost/tmp/r.sock").find("\"localhost\" before the path") !=
         std::string::npos);

@@ -10,6 +10,7 @@ using namespace std::chrono_literals;
 using redsync::detail::command_timeout;
 using redsync::detail::drift;
 using redsync::detail::quorum;
+using redsync::detail::saturating_add;
 using redsync::detail::validity;
 
 TEST_CASE("quorum is a strict majority of the nodes") {
@@ -64,4 +65,16 @@ TEST_CASE("the arithmetic does not overflow at the largest accepted expiry") {
   const auto big = redsync::detail::max_expiry;
   CHECK(drift(big, 0.999999999) > std::chrono::microseconds{big} / 2);
   CHECK(command_timeout(big, 0.5) == std::chrono::microseconds{big} / 2);
+}
+
+TEST_CASE("a clock reading plus a delay saturates at the clock's last time point instead of overflowing") {
+  using time_point = std::chrono::steady_clock::time_point;
+  const time_point now = std::chrono::steady_clock::now();
+  CHECK(saturating_add(now, 8s) == now + 8s);
+  CHECK(saturating_add(time_point{}, redsync::detail::max_expiry) ==
+        time_point{} + redsync::detail::max_expiry);
+  // A guard window as long as max_expiry (~292 years) does not fit next to a
+  // reading of the clock in nanoseconds.
+  CHECK(saturating_add(now + 1h, redsync::detail::max_expiry) == time_point::max());
+  CHECK(saturating_add(time_point::max(), 0ms) == time_point::max());
 }

@@ -152,4 +152,38 @@ TEST_CASE("reader reports a protocol error for an unknown type byte and stays fa
   CHECK_FALSE(reader.feed("+OK\r\n", 5));
 }
 
+TEST_CASE("reader refuses a reply declaring more elements than any reply it reads, before allocating them") {
+  // Found by tests/fuzz/reply_fuzz.cpp: hiredis allocated 8 bytes per
+  // declared element at once (here 2.7 GB, and 16 GiB for *2147483647).
+  for (const std::string& wire : {"*333333331\r\n"s, "*2147483647\r\n"s, "*65537\r\n"s}) {
+    CAPTURE(wire);
+    resp_reader reader;
+    REQUIRE(reader.feed(wire.data(), wire.size()));
+    reply r;
+    CHECK(reader.next(r) == resp_reader::status::protocol_error);
+    CHECK(reader.error() == "a reply of more than 65536 elements");
+  }
+}
+
+TEST_CASE("reader counts the elements of nested arrays together, and afresh for each reply") {
+  auto array_of_ones = [](std::size_t n) {
+    std::string wire = "*" + std::to_string(n) + "\r\n";
+    for (std::size_t i = 0; i < n; ++i) wire += ":1\r\n";
+    return wire;
+  };
+  // Two replies of exactly the limit each.
+  const std::string two = array_of_ones(65536) + "*2\r\n" + array_of_ones(40000) + array_of_ones(25534);
+  auto all = parse_split(two, two.size());
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].elements.size() == 65536);
+  CHECK(all[1].elements[1].elements.size() == 25534);
+
+  // One reply whose arrays declare 65537 elements in all.
+  const std::string over = "*2\r\n" + array_of_ones(40000) + "*25535\r\n";
+  resp_reader reader;
+  REQUIRE(reader.feed(over.data(), over.size()));
+  reply r;
+  CHECK(reader.next(r) == resp_reader::status::protocol_error);
+}
+
 TEST_SUITE_END();
