@@ -269,7 +269,7 @@ TEST_SUITE("cli") {
     CHECK(o.status == lost_status);
     CHECK(o.elapsed < 15s);
     CHECK(contains(o.err, "redsync: lock \"cli-lost\" lost while running: "));
-    CHECK(contains(o.err, "; sent SIGTERM"));
+    CHECK(contains(o.err, "sent SIGTERM to the command's process group"));
     CHECK(process_gone(command_pid));
   }
 
