@@ -41,6 +41,16 @@ std::vector<std::string> exec_candidates(const std::string& file) {
   return out;
 }
 
+// Nanoseconds of CLOCK_MONOTONIC, the supervisor's clock: steady_clock is
+// CLOCK_MONOTONIC in libstdc++ and libc++ on Linux.
+long long monotonic_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+long long to_ns(std::chrono::microseconds d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
 bool read_report(int fd, supervisor_report& r) {
   ssize_t n;
   do {
@@ -82,13 +92,27 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
 
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return {std::nullopt, errno};
+  // Non-blocking at both ends: the supervisor must never wait for the tool,
+  // nor the tool for a supervisor that does not read.
+  int deadline[2];
+  if (::pipe2(deadline, O_CLOEXEC | O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return {std::nullopt, err};
+  }
+  const bool has_deadline = options.valid_until != std::chrono::steady_clock::time_point{};
   const supervisor_plan plan{
       .argv = args.data(),
       .envp = env.data(),
       .candidates = candidate_ptrs.data(),
       .tool = ::getpid(),
       .report_fd = report[1],
-      .kill_grace_ms = static_cast<long>(options.kill_grace.count()),
+      .deadline_fd = deadline[0],
+      .valid_until_ns = has_deadline ? monotonic_ns(options.valid_until) : 0,
+      .term_lead_ns = to_ns(options.margins.term_lead),
+      .kill_margin_ns = to_ns(options.margins.kill_margin),
+      .kill_grace_ns = to_ns(options.kill_grace),
       .take_terminal = options.take_terminal,
   };
   // fork, not posix_spawn: the supervisor must set PR_SET_PDEATHSIG and its
@@ -98,12 +122,15 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(report[0]);
+    ::close(deadline[1]);
     run_supervisor(plan);
   }
   const int fork_errno = errno;
   ::close(report[1]);
+  ::close(deadline[0]);
   if (pid < 0) {
     ::close(report[0]);
+    ::close(deadline[1]);
     return {std::nullopt, fork_errno};
   }
   // The supervisor does this too; doing it here as well means the group exists
@@ -115,13 +142,40 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
     const int err = first.kind == report_kind::exec_failed ? first.value : ECHILD;
     reap(pid);
     ::close(report[0]);
+    ::close(deadline[1]);
     return {std::nullopt, err};
   }
-  return {child_process(pid, report[0], options.take_terminal), 0};
+  // What follows is read once the supervisor was reaped, without waiting.
+  ::fcntl(report[0], F_SETFL, ::fcntl(report[0], F_GETFL) | O_NONBLOCK);
+  return {child_process(pid, report[0], deadline[1], options.take_terminal, options.valid_until), 0};
 }
 
 child_process::~child_process() {
   if (report_fd_ >= 0) ::close(report_fd_);
+  if (deadline_fd_ >= 0) ::close(deadline_fd_);
+}
+
+bool child_process::send_deadline(long long value) noexcept {
+  if (deadline_fd_ < 0 || status_) return false;
+  ssize_t n;
+  do {
+    n = ::write(deadline_fd_, &value, sizeof value);
+  } while (n < 0 && errno == EINTR);
+  // A full pipe means a supervisor that has not read for a very long time;
+  // EPIPE, one that has exited (the tool reads SIGPIPE from its signalfd).
+  return n == static_cast<ssize_t>(sizeof value);
+}
+
+void child_process::extend_deadline(std::chrono::steady_clock::time_point until) noexcept {
+  if (until <= last_until_) return;
+  if (send_deadline(monotonic_ns(until))) last_until_ = until;
+}
+
+void child_process::terminate_group() noexcept {
+  if (status_) return;
+  // Should the supervisor not take the message, the SIGTERM at least goes
+  // out; its deadline still brings the SIGKILL.
+  if (!send_deadline(deadline_lost)) signal(SIGTERM);
 }
 
 void child_process::signal(int sig) const noexcept {
@@ -137,9 +191,20 @@ bool child_process::try_wait() noexcept {
   } while (r < 0 && errno == EINTR);
   if (r != pid_) return false;
   // The supervisor reported the command's status before exiting, unless it
-  // was killed first (SIGKILL to the group after --kill-grace).
-  supervisor_report last;
-  status_ = read_report(report_fd_, last) && last.kind == report_kind::exited ? last.value : status;
+  // was killed first (SIGKILL to the group after --kill-grace), and what it
+  // did on its own because the lock's validity was running out.
+  std::optional<int> command_status;
+  supervisor_report report;
+  while (read_report(report_fd_, report)) {
+    switch (report.kind) {
+      case report_kind::exited: command_status = report.value; break;
+      case report_kind::deadline_term: enforced_.term_before = std::chrono::milliseconds(report.value); break;
+      case report_kind::deadline_kill: enforced_.kill_before = std::chrono::milliseconds(report.value); break;
+      case report_kind::started:
+      case report_kind::exec_failed: break;
+    }
+  }
+  status_ = command_status.value_or(status);
   // The group is gone; the terminal returns to the tool's group, which the
   // shell waits on. SIGTTOU is blocked, so a background tool may do this.
   if (take_terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());

@@ -65,15 +65,19 @@ Options:
                          --ttl ago (only for throw-away test nodes; also
                          REDSYNC_RESTART_GUARD=0)
   --kill-grace DURATION  SIGKILL the command's group this long after
-                         SIGTERM (lost lock, leftovers); default 5s
+                         SIGTERM (lost lock, leftovers), but never past the
+                         lock's validity; default 5s
   -q, --quiet            do not report a failure to acquire or to release
                          (lost locks and errors are always reported)
   -v, --verbose          report each node's outcome of acquire and release
   -h, --help             this help
 
 COMMAND runs in a process group of its own. If the lock is lost while it
-runs, the group gets SIGTERM (then SIGKILL after --kill-grace) and redsync
-exits with 79. Processes COMMAND leaves behind in its group get the same
+runs, the group gets SIGTERM (then SIGKILL after --kill-grace, or just
+before the lock's validity ends if that is sooner) and redsync exits with
+79. The group's supervisor process does so on its own when no extension
+reaches it in time, so even a stopped redsync cannot leave COMMAND running
+without the lock. Processes COMMAND leaves behind in its group get the same
 when it exits, before the lock is released; if redsync itself dies, even by
 SIGKILL, the group gets the same (Linux PR_SET_PDEATHSIG).
 

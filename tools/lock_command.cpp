@@ -11,7 +11,11 @@
 // process (supervisor.hpp), so that a lost lock, the command's exit and the
 // tool's death can each end everything the command started, not just the
 // command: a command's background processes must not keep working on a
-// resource after the tool reported the loss or released the lock.
+// resource after the tool reported the loss or released the lock. The tool
+// hands the supervisor every new validity end of the lock, and the
+// supervisor ends the group before the last one it got: a stopped or stuck
+// tool, which extends nothing and reports nothing, cannot leave the command
+// running without the lock (deadline.hpp).
 //
 // Signals: every signal in role_of() is read from a signalfd, whether a
 // process or the terminal sent it, and forwarded to the command's group (or
@@ -31,6 +35,7 @@
 
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "deadline.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
 #include "lock_config.hpp"
@@ -57,10 +62,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// Without a pending deadline the supervisor still looks at Mutex::lost() this
-// often, in case a loss is ever reported without on_lost or the lost token.
-constexpr milliseconds lost_poll_interval{500};
 
 // What the loop thread hands to the main thread.
 struct loop_events {
@@ -128,6 +129,8 @@ class lock_run {
  public:
   explicit lock_run(const lock_config& cfg)
       : cfg_(cfg),
+        margins_(
+            margins_for(cfg.ttl, cfg.drift_factor.value_or(mutex_options{}.drift_factor), cfg.kill_grace)),
         ev_(std::make_shared<loop_events>()),
         rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard}),
         mutex_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
@@ -137,21 +140,25 @@ class lock_run {
     // Each acquisition has its own lost token; bump the eventfd when it stops.
     std::stop_callback on_lost_token(mutex_.lost_token(), [ev = ev_] { ev->wake.notify(); });
 
-    auto [child, err] = child_process::spawn(
-        cfg_.command,
-        {{"REDSYNC_LOCK_NAME", cfg_.name},
-         {"REDSYNC_LOCK_VALUE", mutex_.value()},
-         {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
-         {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
-        spawn_options{.kill_grace = cfg_.kill_grace, .take_terminal = in_terminal_foreground()});
+    auto [child, err] = child_process::spawn(cfg_.command,
+                                             {{"REDSYNC_LOCK_NAME", cfg_.name},
+                                              {"REDSYNC_LOCK_VALUE", mutex_.value()},
+                                              {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
+                                              {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
+                                             spawn_options{.kill_grace = cfg_.kill_grace,
+                                                           .valid_until = mutex_.until(),
+                                                           .margins = margins_,
+                                                           .take_terminal = in_terminal_foreground()});
     if (!child) {
       print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
       release();
       return err == ENOENT || err == ENOTDIR ? exit_status::not_found : exit_status::cannot_execute;
     }
     const bool lost = supervise(*child);
-    if (lost) {
-      // Clear our value from the nodes that still have it; the lock is gone.
+    if (child->enforced().acted()) report_enforced(child->enforced(), lost);
+    if (lost || child->enforced().acted()) {
+      // Clear our value from the nodes that still have it; the lock is gone,
+      // or was about to go with the command still running.
       release();
       return exit_status::lost;
     }
@@ -224,17 +231,15 @@ class lock_run {
     return -1;
   }
 
-  // Waits for the child, forwarding signals and reacting to a loss. Returns
-  // true if the lock was lost while the child ran.
+  // Waits for the child, forwarding signals, passing each new validity end
+  // on to the supervisor and reacting to a loss. Returns true if the lock was
+  // lost while the child ran. The library has no extension callback, so
+  // until() is read every margins_.poll (deadline.hpp counts with that).
   bool supervise(child_process& child) {
     bool lost = false;
-    std::optional<steady_clock::time_point> kill_at;
+    const milliseconds poll = std::chrono::ceil<milliseconds>(margins_.poll);
     while (!child.try_wait()) {
-      milliseconds timeout = lost_poll_interval;
-      if (kill_at) {
-        timeout = std::min(timeout, std::chrono::ceil<milliseconds>(*kill_at - steady_clock::now()));
-      }
-      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
+      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), poll);
       if (ready.a) {
         while (auto s = signals_.read()) {
           const signal_role role = role_of(s->number);
@@ -244,20 +249,43 @@ class lock_run {
         }
       }
       if (ready.b) ev_->wake.drain();
-      if (!lost && !child.try_wait() && lost_now()) {
+      if (lost || child.try_wait()) continue;
+      // until() first: a value read before the loss was reported came from
+      // an extension that counted (none made after the loss changes it).
+      const steady_clock::time_point until = mutex_.until();
+      if (lost_now()) {
         lost = true;
-        child.signal(SIGTERM);
+        child.terminate_group();
         print_err(
             fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM to the command's process group",
                         cfg_.name, lost_reason()));
-        kill_at = steady_clock::now() + cfg_.kill_grace;
-      }
-      if (kill_at && steady_clock::now() >= *kill_at) {
-        child.signal(SIGKILL);
-        kill_at.reset();
+      } else {
+        child.extend_deadline(until);
       }
     }
     return lost;
+  }
+
+  // What the supervisor did on its own as the lock's validity ran out.
+  void report_enforced(const child_process::deadline_enforcement& e, bool lost_reported) {
+    auto when = [](milliseconds before) {
+      return before.count() >= 0 ? fmt::format("{} ms before", before.count())
+                                 : fmt::format("{} ms after", -before.count());
+    };
+    std::string done = "the supervisor sent ";
+    if (e.term_before) {
+      done += fmt::format("SIGTERM to the command's process group {} ", when(*e.term_before));
+      if (e.kill_before) done += fmt::format("and SIGKILL {} ", when(*e.kill_before));
+    } else {
+      done += fmt::format("SIGKILL to the command's process group {} ", when(*e.kill_before));
+    }
+    done += "the lock's validity ended";
+    if (!e.term_before) done += ", before --kill-grace ran out";
+    if (lost_reported) {
+      print_err(fmt::format("lock \"{}\": {}", cfg_.name, done));
+      return;
+    }
+    print_err(fmt::format("lock \"{}\" lost while running: not extended in time; {}", cfg_.name, done));
   }
 
   bool lost_now() {
@@ -280,6 +308,7 @@ class lock_run {
   }
 
   const lock_config& cfg_;
+  const deadline_margins margins_;
   // Before the Redsync: its loop thread must inherit the blocked signals.
   signal_channel signals_;
   std::shared_ptr<loop_events> ev_;

@@ -18,8 +18,10 @@
 //   70      internal error (EX_SOFTWARE)
 //   75      lock could not be acquired within --wait / --tries: it is held
 //           elsewhere (EX_TEMPFAIL)
-//   79      the lock was lost while the command ran; the command's process
-//           group was sent SIGTERM (then SIGKILL after --kill-grace)
+//   79      the lock was lost while the command ran, or was about to run out
+//           with no extension (the tool stopped); the command's process
+//           group was sent SIGTERM (then SIGKILL after --kill-grace, or
+//           just before the lock's validity ended)
 //   126     the command exists but cannot be executed
 //   127     the command was not found
 //   128+N   lock: the tool was interrupted by signal N while acquiring

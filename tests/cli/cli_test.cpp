@@ -1,7 +1,8 @@
 // The `redsync` command-line tool, run as a real binary against real
 // redis-server processes: exit statuses, the command's environment, mutual
-// exclusion between two runs, a lock lost while the command runs, signal
-// forwarding, usage errors, and the status and ping commands.
+// exclusion between two runs, a lock lost while the command runs, a stopped
+// or killed tool, signal forwarding, usage errors, and the status and ping
+// commands.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -14,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <redsync/redsync.hpp>
+
 #include "cli_process.hpp"
+#include "fresh_nodes.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -91,6 +95,32 @@ std::optional<pid_t> pid_in(const std::string& path) {
   const std::string s = read_file(path).value_or("");
   if (s.find('\n') == std::string::npos) return std::nullopt;
   return static_cast<pid_t>(std::stoi(s));
+}
+
+// True once `pid` is stopped (SIGSTOP): state T in /proc/PID/stat.
+bool process_stopped(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
+// Takes the lock `name` with a library Mutex as soon as it is free, trying
+// for up to `bound`, and releases it again. Returns whether `pid` was still
+// running at the moment the lock was granted; nullopt if it never was.
+std::optional<bool> running_when_taken_over(const cluster& c, const std::string& name, pid_t pid,
+                                            std::chrono::milliseconds bound) {
+  redsync::Redsync rs(c.uris(), redsync::test::fresh_nodes());
+  auto other = rs.new_mutex(name, {.expiry = 5s, .tries = 1});
+  std::optional<bool> running;
+  wait_until(
+      [&] {
+        if (!other.try_lock(redsync::context::timeout(1s))) return false;
+        running = !process_gone(pid);
+        return true;
+      },
+      bound);
+  if (running) (void)other.unlock(redsync::context::timeout(2s));
+  return running;
 }
 
 // Kills what a failed test left running; a passing test leaves nothing.
@@ -269,7 +299,7 @@ TEST_SUITE("cli") {
     CHECK(o.status == lost_status);
     CHECK(o.elapsed < 15s);
     CHECK(contains(o.err, "redsync: lock \"cli-lost\" lost while running: "));
-    CHECK(contains(o.err, "; sent SIGTERM"));
+    CHECK(contains(o.err, "sent SIGTERM to the command's process group"));
     CHECK(process_gone(command_pid));
   }
 
@@ -362,6 +392,92 @@ TEST_SUITE("cli") {
     // Bounded by --kill-grace: the group gets SIGTERM first.
     CHECK(wait_until([&] { return process_gone(command); }, 5s));
     CHECK(wait_until([&] { return process_gone(background); }, 5s));
+  }
+
+  TEST_CASE("cli: a command is killed before its lock's validity ends when the tool is stopped") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid")}};
+    // The command ignores SIGTERM (sleep inherits the ignored disposition):
+    // only a SIGKILL ends it, and --kill-grace is far longer than the ttl.
+    cli_process p({"lock", "--ttl", "1s", "--kill-grace", "30s", nodes_arg(nodes), "cli-stopped", "--", "sh",
+                   "-c", "trap '' TERM; echo $$ > pid; exec sleep 60"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 10s));
+    const pid_t command = *pid_in(dir.file("pid"));
+    REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-stopped") == 3; }, 5s));
+
+    // Stopped, the tool extends nothing and reports nothing; its last
+    // extension was before the stop, so the lock's validity ends within the
+    // 1 s ttl of it (2 s more are slack for sanitizer builds).
+    p.signal(SIGSTOP);
+    REQUIRE(wait_until([&] { return process_stopped(p.pid()); }, 5s));
+    CHECK(wait_until([&] { return process_gone(command); }, 3s));
+    // The claim itself: once the nodes let the lock go, the command is gone.
+    const std::optional<bool> running = running_when_taken_over(nodes, "cli-stopped", command, 10s);
+    REQUIRE(running.has_value());
+    CHECK_FALSE(*running);
+
+    p.signal(SIGCONT);
+    auto o = p.wait(10s);
+    INFO(show(o));
+    CHECK(o.status == lost_status);
+    CHECK(contains(o.err, "redsync: lock \"cli-stopped\" lost while running: not extended in time"));
+    CHECK(contains(o.err, "the supervisor sent SIGTERM to the command's process group "));
+    CHECK(contains(o.err, " before the lock's validity ended"));
+    // The SIGTERM was ignored, so the SIGKILL came too, before --kill-grace.
+    CHECK(contains(o.err, " and SIGKILL "));
+    CHECK(nodes_holding(nodes, "cli-stopped") == 0);
+  }
+
+  TEST_CASE("cli: a command that exits while the tool is stopped gets no signal from the supervisor") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid")}};
+    cli_process p({"lock", "--ttl", "1s", nodes_arg(nodes), "cli-stopped-exit", "--", "sh", "-c",
+                   "trap 'echo term >> got' TERM; echo $$ > pid; while [ ! -f go ]; do sleep 0.01; done"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 10s));
+    const pid_t command = *pid_in(dir.file("pid"));
+    p.signal(SIGSTOP);
+    REQUIRE(wait_until([&] { return process_stopped(p.pid()); }, 5s));
+    // It exits on its own while the lock is still valid.
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    CHECK(wait_until([&] { return process_gone(command); }, 3s));
+    const std::optional<bool> running = running_when_taken_over(nodes, "cli-stopped-exit", command, 10s);
+    REQUIRE(running.has_value());
+    CHECK_FALSE(*running);
+
+    p.signal(SIGCONT);
+    auto o = p.wait(10s);
+    INFO(show(o));
+    // The lock expired before the resumed tool could release it, which it
+    // reports as a lost lock; but nothing was sent to the command.
+    CHECK(o.status == lost_status);
+    CHECK_FALSE(contains(o.err, "SIGTERM"));
+    CHECK_FALSE(contains(o.err, "SIGKILL"));
+    CHECK_FALSE(read_file(dir.file("got")).has_value());
+  }
+
+  TEST_CASE(
+      "cli: a SIGKILLed tool's command is killed before the lock's validity ends, not after --kill-grace") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid")}};
+    cli_process p({"lock", "--ttl", "1s", "--kill-grace", "30s", nodes_arg(nodes), "cli-killed-grace", "--",
+                   "sh", "-c", "trap '' TERM; echo $$ > pid; exec sleep 60"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 10s));
+    const pid_t command = *pid_in(dir.file("pid"));
+    p.signal(SIGKILL);
+    auto o = p.wait(5s);
+    INFO(show(o));
+    REQUIRE(o.status == 128 + SIGKILL);
+    // Within the ttl (plus slack), though it ignores SIGTERM and the grace is 30 s.
+    CHECK(wait_until([&] { return process_gone(command); }, 3s));
+    const std::optional<bool> running = running_when_taken_over(nodes, "cli-killed-grace", command, 10s);
+    REQUIRE(running.has_value());
+    CHECK_FALSE(*running);
   }
 
   TEST_CASE("cli: SIGUSR1 to the tool is forwarded to the command instead of killing the tool") {
