@@ -89,6 +89,11 @@ def start_clients(run_dir, build, uris, duration, seed, config):
 
 def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
     rng = random.Random(seed * 1000 + k)
+    # Loop 0 runs short commands; loop 1 also commands longer than the TTL,
+    # which the tool must extend, and whose supervisor must end them before
+    # the validity ends when the nemesis stops the tool.
+    def work_ms(rng):
+        return rng.randrange(1, 30) if k == 0 or rng.random() < 0.5 else rng.randrange(500, 2 * CLI_TTL_MS)
     tool = os.path.join(build, "tools/redsync")
     client = os.path.join(build, "tests/chaos/chaos_client")
     wait_ms = 3000
@@ -100,7 +105,7 @@ def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
                     "--wait", "%dms" % wait_ms, "--kill-grace", "1s", "-q", name, "--",
                     client, "touch", "--resource", os.path.join(run_dir, "resource.bin"),
                     "--names", ",".join(NAMES), "--history", os.path.join(run_dir, "history", "cli%d.jsonl" % k),
-                    "--client", "cli%d" % k, "--work", str(rng.randrange(1, 30))]
+                    "--client", "cli%d" % k, "--work", str(work_ms(rng))]
             run = "cli%d-%d" % (k, n)
             n += 1
             start = time.monotonic_ns()

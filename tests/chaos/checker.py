@@ -17,9 +17,9 @@ while the command runs and kills it when the lock is lost).
 
 Violations (each must be 0):
 - two_holders: a grant of a name begins inside another grant of the same
-  name. A client pause does not excuse it (a pause does not shorten a lock's
-  validity); only a stopped `redsync lock` process does, since a stopped tool
-  can neither extend nor kill its command (a documented limit).
+  name. A client pause does not excuse it: a pause does not shorten a lock's
+  validity, and a stopped `redsync lock` tool does not either, since its
+  supervisor ends the command before the validity it was last given ends.
 - token_not_increasing: a grant whose token is not above the token of every
   grant of its name that had begun before its lock call started, or had
   ended before it was granted (a token beyond the resource's 32 bits counts
@@ -116,8 +116,7 @@ class Checker:
         self.v = {k: 0 for k in KINDS}
         self.examples = {k: [] for k in KINDS}
         self.observed = {"overlaps_at_resource": 0, "stale_writes_attempted": 0, "stale_writes_accepted": 0,
-                         "touches_refused": 0, "writes_accepted": 0, "writes_unrecorded": 0, "abandoned": 0,
-                         "late_grants": 0, "tool_pauses_excusing_overlap": 0}
+                         "touches_refused": 0, "writes_accepted": 0, "writes_unrecorded": 0, "abandoned": 0, "late_grants": 0}
         self.grants = []
         self.locks = []
 
@@ -221,9 +220,6 @@ class Checker:
                 open_grants = [a for a in open_grants if self.grant_end(a) > g["granted"]]
                 for a in open_grants:
                     if a["proc"] == g["proc"] and a["token"] == g["token"]:
-                        continue
-                    if a["cli"] and self.pauses.paused_within(a["tool"], a["granted"], g["granted"]):
-                        self.observed["tool_pauses_excusing_overlap"] += 1
                         continue
                     self.violation("two_holders", {
                         "name": name, "at": g["granted"],
