@@ -4,8 +4,8 @@
 // directly: for the floor measurement and for admin commands (INFO, CONFIG
 // RESETSTAT) that must not go through a Mutex.
 
-#include "event_loop.hpp"
-#include "node_pool.hpp"
+#include "transport/event_loop.hpp"
+#include "transport/node_pool.hpp"
 
 #include <chrono>
 #include <cstddef>

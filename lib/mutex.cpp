@@ -1,7 +1,7 @@
 // The public Mutex: blocking, standard-style, asynchronous and future forms
 // of the operations in mutex_ops.cpp.
 
-#include "mutex_state.hpp"
+#include "redlock/mutex_state.hpp"
 
 #include <redsync/mutex.hpp>
 

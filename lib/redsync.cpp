@@ -1,6 +1,6 @@
-#include "engine.hpp"
-#include "mutex_state.hpp"
-#include "options_check.hpp"
+#include "redlock/engine.hpp"
+#include "redlock/mutex_state.hpp"
+#include "redlock/options_check.hpp"
 
 #include <redsync/redsync.hpp>
 

@@ -9,12 +9,12 @@
 // must return one of the outcomes it documents, and what the readers return
 // must be usable as the flows use it.
 
-#include "fanout.hpp"
 #include "fuzz_check.hpp"
-#include "node_trust.hpp"
-#include "quorum.hpp"
-#include "resp.hpp"
-#include "script_answers.hpp"
+#include "redlock/node_trust.hpp"
+#include "redlock/quorum.hpp"
+#include "redlock/round.hpp"
+#include "redlock/script_answers.hpp"
+#include "transport/resp.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "fake_redis.hpp"
 
-#include "scripts.hpp"
+#include "redlock/scripts.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

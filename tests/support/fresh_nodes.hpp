@@ -7,7 +7,7 @@
 //
 // Brand-new nodes also have no redsync record yet, and the fencing counters
 // of a brand-new cluster can only be set up while every node answers (see
-// lib/node_trust.hpp). A test that takes nodes down before its first lock
+// lib/redlock/node_trust.hpp). A test that takes nodes down before its first lock
 // primes the records first, as a deployment's first client would.
 
 #include <redsync/redsync.hpp>

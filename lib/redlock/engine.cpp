@@ -1,0 +1,128 @@
+#include "redlock/engine.hpp"
+
+#include "redlock/options_check.hpp"
+
+#include <redsync/error.hpp>
+
+#include <uv.h>
+
+#include <fmt/format.h>
+
+#include <future>
+
+namespace redsync::detail {
+
+engine::engine(std::vector<node_options> nodes, const redsync_options& options)
+    : loop_(options.loop), shutdown_timeout_(options.shutdown_timeout), rng_(std::random_device{}()) {
+  check_redsync_options(options);
+  if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
+  pools_.reserve(nodes.size());
+  for (const auto& n : nodes) {
+    check_node_options(n);
+    addresses_.push_back(n.address());
+    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
+  }
+  size_ = pools_.size();
+  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
+  trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
+  // Every connection reads INFO first: node_trust needs the server's
+  // run_id to tell whether the node's record (and vote) is verified.
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    pools_[i]->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
+  }
+}
+
+void engine::note_expiry(std::chrono::milliseconds expiry) noexcept {
+  std::int64_t seen = longest_expiry_ms_.load(std::memory_order_relaxed);
+  while (expiry.count() > seen &&
+         !longest_expiry_ms_.compare_exchange_weak(seen, expiry.count(), std::memory_order_relaxed)) {
+  }
+}
+
+namespace {
+
+// Closes `pools` on the loop thread and frees them once every handle is
+// closed, then runs `done`. A pool cannot be destroyed from inside its own
+// close callback, so the last callback defers the destruction to a zero timer
+// whose close callback frees everything.
+struct pool_closer {
+  std::vector<std::unique_ptr<node_pool>> pools;
+  std::unique_ptr<release_listener> listener;
+  std::size_t remaining = 0;
+  std::function<void()> done;
+  uv_timer_t defer{};
+
+  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<node_pool>> pools,
+                    std::unique_ptr<release_listener> listener, std::function<void()> done) {
+    auto* c = new pool_closer{std::move(pools), std::move(listener), 0, std::move(done), {}};
+    uv_timer_init(loop, &c->defer);
+    c->defer.data = c;
+    c->remaining = c->pools.size() + 1;
+    c->listener->close([c] {
+      if (--c->remaining == 0) c->finish();
+    });
+    for (auto& p : c->pools) {
+      p->close([c] {
+        if (--c->remaining == 0) c->finish();
+      });
+    }
+  }
+
+  void finish() {
+    uv_timer_start(
+        &defer,
+        [](uv_timer_t* t) {
+          uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+            auto* self = static_cast<pool_closer*>(h->data);
+            auto done = std::move(self->done);
+            delete self;
+            if (done) done();
+          });
+        },
+        0, 0);
+  }
+};
+
+}  // namespace
+
+void engine::wind_up_tasks() {
+  // Completing a task removes it from the set: iterate over a copy.
+  const std::vector<loop_task*> tasks(tasks_.begin(), tasks_.end());
+  for (loop_task* t : tasks) {
+    if (tasks_.count(t) != 0) t->on_shutdown();
+  }
+}
+
+void engine::shut_down(std::function<void()> closed) {
+  // Winding up sends what cleanup is due (releases of abandoned acquisitions
+  // and of queued unlocks); nothing is sent after it, so the pools can be
+  // handed to the closer, which starts once those releases were answered or
+  // shutdown_timeout has passed. The closer does not touch the engine: an
+  // engine destroyed on its own loop thread is gone by then.
+  wind_up_tasks();
+  trust_->close();
+  struct parts {
+    std::vector<std::unique_ptr<node_pool>> pools;
+    std::unique_ptr<release_listener> listener;
+  };
+  auto p = std::make_shared<parts>(parts{std::move(pools_), std::move(listener_)});
+  uv_loop_t* loop = loop_.loop();
+  drain_->wait(loop, shutdown_timeout_, [loop, p, closed = std::move(closed)]() mutable {
+    pool_closer::start(loop, std::move(p->pools), std::move(p->listener), std::move(closed));
+  });
+}
+
+engine::~engine() {
+  shutting_down_.store(true, std::memory_order_release);
+  if (loop_.on_loop_thread()) {
+    // An application-owned loop destroying us from its own thread: we cannot
+    // wait for the loop, so the drain and the closer outlive us.
+    shut_down({});
+    return;
+  }
+  std::promise<void> all_closed;
+  loop_.post([this, &all_closed] { shut_down([&all_closed] { all_closed.set_value(); }); });
+  all_closed.get_future().wait();
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,93 @@
+#pragma once
+
+// The shared core behind a Redsync: the event loop, one node_pool per node,
+// and loop-thread state (the random source). Owned by Redsync; every
+// mutex_state points at it and must not outlive it (documented on Redsync).
+
+#include "redlock/node_trust.hpp"
+#include "redlock/release_listener.hpp"
+#include "transport/cleanup_drain.hpp"
+#include "transport/event_loop.hpp"
+#include "transport/node_pool.hpp"
+
+#include <redsync/options.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace redsync::detail {
+
+// Work in progress on the loop (an operation with timers) that must be wound
+// up before the engine closes its pools: on_shutdown() completes it with
+// errc::shutting_down and closes its handles.
+struct loop_task {
+  virtual ~loop_task() = default;
+  virtual void on_shutdown() = 0;
+};
+
+class engine {
+ public:
+  engine(std::vector<node_options> nodes, const redsync_options& options);
+  // Winds up the tasks on the loop (releases still due are sent then), waits
+  // up to shutdown_timeout for those releases' replies, closes every pool
+  // (outstanding commands complete with `shutdown`), then stops the loop.
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  event_loop& loop() noexcept { return loop_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t quorum() const noexcept { return size_ / 2 + 1; }
+  const std::vector<std::string>& addresses() const noexcept { return addresses_; }
+  bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+  // Loop thread: false once the pools were handed over for closing; nothing
+  // may be sent after that.
+  bool can_send() const noexcept { return !pools_.empty(); }
+  // Loop thread: `done` of a cleanup command (a release), counted so that
+  // shutdown waits for it.
+  command_callback track_cleanup(command_callback done) { return drain_->track(std::move(done)); }
+
+  // Loop thread only.
+  node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+  std::mt19937_64& rng() noexcept { return rng_; }
+  release_listener& listener() noexcept { return *listener_; }
+
+  // Any thread: records a mutex's expiry (the longest one is the default
+  // restart guard window).
+  void note_expiry(std::chrono::milliseconds expiry) noexcept;
+  std::chrono::milliseconds longest_expiry() const noexcept {
+    return std::chrono::milliseconds{longest_expiry_ms_.load(std::memory_order_relaxed)};
+  }
+  // Loop thread: which nodes' votes count (restart guard, fencing repair).
+  node_trust& trust() noexcept { return *trust_; }
+  void add_task(loop_task* t) { tasks_.insert(t); }
+  void remove_task(loop_task* t) { tasks_.erase(t); }
+
+ private:
+  void wind_up_tasks();
+  // Loop thread: winds up, then closes the pools once the cleanup drained.
+  void shut_down(std::function<void()> closed);
+
+  event_loop loop_;
+  std::vector<std::unique_ptr<node_pool>> pools_;
+  std::size_t size_ = 0;
+  std::shared_ptr<cleanup_drain> drain_ = std::make_shared<cleanup_drain>();
+  const std::chrono::milliseconds shutdown_timeout_;
+  std::unique_ptr<release_listener> listener_;
+  std::vector<std::string> addresses_;
+  std::mt19937_64 rng_;
+  std::unordered_set<loop_task*> tasks_;
+  std::atomic<std::int64_t> longest_expiry_ms_{0};
+  std::unique_ptr<node_trust> trust_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace redsync::detail

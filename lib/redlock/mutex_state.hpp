@@ -1,0 +1,83 @@
+#pragma once
+
+// What a Mutex handle points at: its configuration, the commands for the
+// current value, and the state visible to every thread. Operations (acquire,
+// release, extend, check) run one at a time on the loop thread.
+
+#include "redlock/engine.hpp"
+#include "redlock/scripts.hpp"
+#include "redlock/watchdog.hpp"
+
+#include <redsync/context.hpp>
+#include <redsync/error.hpp>
+#include <redsync/mutex.hpp>
+#include <redsync/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+enum class op_kind { acquire, try_acquire, release, extend, check, auto_extend };
+
+struct mutex_state : std::enable_shared_from_this<mutex_state> {
+  using clock = std::chrono::steady_clock;
+
+  mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
+
+  engine& eng;
+  const std::vector<std::string> names;      // one, or several (sorted) for a multi-name lock
+  const std::string& name;                   // names[0]
+  const std::vector<std::string_view> keys;  // names, as script KEYS
+  const mutex_options opts;
+  const std::uint64_t route;                // picks the connection on each node
+  const std::chrono::microseconds timeout;  // per-node command timeout
+  const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
+  const std::string expiry_ms;              // PX argument
+  // Per name, in the order of `names`:
+  const std::vector<std::string> line_keys;   // waiters for the name, oldest first
+  const std::vector<std::string> lease_keys;  // each waiter's lease in that line
+  const std::vector<std::string> channels;    // where releases of the name are announced
+
+  // Guarded by `mu`: read from any thread, written on the loop thread.
+  mutable std::mutex mu;
+  std::string value;
+  clock::time_point until{};
+  bool held = false;      // acquired and not yet released
+  bool released = false;  // the last acquisition is over (released, or gone on a quorum)
+  result last;
+  fencing_token token{};
+  std::stop_source lost;  // a fresh source per acquisition
+
+  // Loop thread only: operations wait here and run one at a time, so a
+  // release never overtakes the acquisition it undoes.
+  std::deque<std::function<void()>> queue;
+  bool busy = false;
+  // Bumped when an acquisition starts: background retries of an earlier
+  // release stop then.
+  std::uint64_t generation = 0;
+  // Commands for `value`, built once per acquisition.
+  script_call acquire_call;
+  script_call release_call;
+  script_call extend_call;
+  // Present when auto_extend is on.
+  std::unique_ptr<watchdog> wd;
+
+  // Makes a value with the configured generator (caller's thread).
+  std::string make_value() const;
+
+  // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
+  // is the value an acquisition will use.
+  void submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+              std::function<void(result)> done);
+};
+
+}  // namespace redsync::detail

@@ -1,0 +1,329 @@
+#include "redlock/node_trust.hpp"
+
+#include "redlock/engine.hpp"
+#include "redlock/quorum.hpp"
+#include "redlock/script_answers.hpp"
+#include "redlock/scripts.hpp"
+#include "util/value_generator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+namespace redsync::detail {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string_view info_field(std::string_view info, std::string_view key) {
+  std::size_t at = 0;
+  while ((at = info.find(key, at)) != std::string_view::npos) {
+    if ((at == 0 || info[at - 1] == '\n') && at + key.size() < info.size() && info[at + key.size()] == ':') {
+      const auto from = at + key.size() + 1;
+      const auto to = info.find_first_of("\r\n", from);
+      return info.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
+    }
+    at += key.size();
+  }
+  return {};
+}
+
+std::string short_id(std::string_view identity) {
+  return std::string(identity.substr(0, 8));
+}
+
+using fsec = std::chrono::duration<double>;
+
+}  // namespace
+
+// One look at every node's record. Answers arrive in any order; the look is
+// complete when every node answered or failed.
+struct node_trust::look {
+  std::string new_mark;  // for nodes that have none
+  std::size_t left = 0;
+  std::vector<bool> answered;
+  std::vector<bool> marked;           // this look asked for a mark on the node
+  std::vector<std::string> mark;      // the node's mark as read
+  std::vector<std::string> identity;  // the node's identity when it answered
+  std::vector<std::string> record_identity;
+  std::vector<bool> has_counter;
+  std::vector<std::int64_t> fence;
+  std::vector<std::int64_t> now;  // server ms
+  milliseconds recorded_window{0};
+};
+
+node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window)
+    : eng_(eng), guard_(guard), fixed_window_(window), nodes_(eng.size()) {}
+
+std::chrono::milliseconds node_trust::window() const {
+  if (!guard_) return milliseconds::zero();
+  return std::max(fixed_window_, eng_.longest_expiry());
+}
+
+std::chrono::milliseconds node_trust::repair_delay(milliseconds recorded) const {
+  // Whether or not the guard is on: the fencing proof needs every
+  // acquisition that may have counted the node before its loss to be over.
+  return std::max({fixed_window_, eng_.longest_expiry(), recorded, recorded_window_});
+}
+
+server_identity identify_server(const reply& info) {
+  server_identity out;
+  if (info.is_error()) {
+    out.problem = fmt::format(
+        "cannot read INFO ({}): redsync needs it (ACL: +info) to detect a restarted or replaced server, so "
+        "this node's vote does not count",
+        info.str);
+    return out;
+  }
+  const auto run_id = info_field(info.str, "run_id");
+  if (run_id.empty()) {
+    out.problem =
+        "INFO server has no run_id (a server other than Redis or Valkey?): redsync cannot detect a "
+        "restart or replacement of this node, so its vote does not count";
+    return out;
+  }
+  if (const auto role = info_field(info.str, "role"); !role.empty() && role != "master") {
+    out.problem = fmt::format(
+        "the node is a replica (role:{}): its data follows another server, so its vote does not count; "
+        "lock nodes must be independent masters",
+        role);
+    return out;
+  }
+  const auto maxmemory = info_field(info.str, "maxmemory");
+  const auto policy = info_field(info.str, "maxmemory_policy");
+  if (!maxmemory.empty() && maxmemory != "0" && !policy.empty() && policy != "noeviction") {
+    out.problem = fmt::format(
+        "maxmemory-policy {} with maxmemory {} may evict lock keys, so this node's vote does not count; "
+        "use maxmemory-policy noeviction (or no maxmemory) on lock nodes",
+        policy, maxmemory);
+    return out;
+  }
+  // A full resynchronisation (REPLICAOF, then REPLICAOF NO ONE) replaces
+  // the data but keeps the run_id; it changes the replication id.
+  out.identity.assign(run_id);
+  if (const auto replid = info_field(info.str, "master_replid"); !replid.empty()) {
+    out.identity += ':';
+    out.identity += replid;
+  }
+  return out;
+}
+
+void node_trust::on_server_info(std::size_t i, const reply& info) {
+  server_identity id = identify_server(info);
+  nodes_[i].identity = std::move(id.identity);
+  nodes_[i].problem = std::move(id.problem);
+}
+
+bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
+  const node& n = nodes_[i];
+  if (!n.problem.empty()) {
+    why = n.problem;
+    return true;
+  }
+  const std::optional<acquire_vote> vote = read_acquire_vote(r);
+  if (!vote) {
+    why = "unexpected reply to the acquisition";
+    return true;
+  }
+  const std::string_view record_identity = vote->record_identity;
+  const milliseconds recorded = vote->window;
+  recorded_window_ = std::max(recorded_window_, recorded);
+  if (n.identity.empty() || record_identity != n.identity) {
+    if (!n.blocked.empty()) {
+      why = n.blocked;
+    } else if (!n.mark.empty() && n.ready_at > clock::now()) {
+      why = fmt::format(
+          "its redsync record is not verified for this server (run_id {}): it restarted, was replaced, lost "
+          "its data or never served a lock; its fencing counter is repaired in {:.1f} s, once every "
+          "acquisition that may have counted it before has ended",
+          short_id(n.identity), fsec(n.ready_at - clock::now()).count());
+    } else {
+      why = fmt::format(
+          "its redsync record is not verified for this server (run_id {}): it restarted, was replaced, lost "
+          "its data or never served a lock; its fencing counter is being repaired",
+          n.identity.empty() ? std::string("unknown") : short_id(n.identity));
+    }
+    start_look();
+    return true;
+  }
+  const milliseconds age = vote->age;
+  const auto w = guard_ ? std::max(window(), recorded) : milliseconds::zero();
+  if (w > milliseconds::zero() && age < w) {
+    const auto shown_age = std::max(age, milliseconds::zero());
+    why = fmt::format(
+        "restart guard: server run {} was first seen unverified {:.1f} s ago, less than the guard window "
+        "({} ms); keys it held before may be lost, so its vote counts again in {:.1f} s",
+        short_id(n.identity), fsec(shown_age).count(), w.count(), fsec(w - shown_age).count());
+    return true;
+  }
+  return false;
+}
+
+void node_trust::when_surveyed(std::chrono::microseconds timeout, std::function<void()> ready) {
+  if (surveyed_) return ready();
+  timeout_ = std::max(timeout_, timeout);
+  waiting_.push_back(std::move(ready));
+  start_look();
+}
+
+void node_trust::close() {
+  closed_ = true;
+  if (timer_) {
+    timer_->close();
+    timer_ = nullptr;
+  }
+}
+
+void node_trust::schedule(clock::time_point at) {
+  if (closed_ || at >= timer_at_) return;
+  if (!timer_) timer_ = loop_timer::create(eng_.loop().loop());
+  timer_at_ = at;
+  timer_->start(std::chrono::duration_cast<std::chrono::microseconds>(at - clock::now()), [this] {
+    timer_at_ = clock::time_point::max();
+    start_look();
+  });
+}
+
+void node_trust::start_look() {
+  if (looking_ || stamps_in_flight_ > 0) {
+    look_again_ = true;
+    return;
+  }
+  if (closed_ || eng_.shutting_down()) return;
+  looking_ = true;
+  look_again_ = false;
+  const std::size_t n = nodes_.size();
+  auto l = std::make_shared<look>();
+  l->new_mark = random_value();
+  l->left = n;
+  l->answered.assign(n, false);
+  l->marked.assign(n, false);
+  l->mark.resize(n);
+  l->identity.resize(n);
+  l->record_identity.resize(n);
+  l->has_counter.assign(n, false);
+  l->fence.assign(n, 0);
+  l->now.assign(n, 0);
+  const std::string key(record_key);
+  // A node seen unverified in an earlier look is read without asking for a
+  // mark: the repair goes by the mark it read then.
+  auto marking = std::make_shared<script_call>(
+      make_script_call(record_read_script(), {key}, {std::string_view(l->new_mark)}));
+  auto plain = std::make_shared<script_call>(make_script_call(record_read_script(), {key}, {""}));
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool mark = nodes_[i].mark.empty();
+    auto call = mark ? marking : plain;
+    send_script(eng_.node(i), 0, *call, timeout_,
+                [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
+                  if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
+                  std::optional<node_record> rec;
+                  if (r.status == transport_status::ok) rec = read_node_record(r.value);
+                  if (rec) {
+                    l->answered[i] = true;
+                    l->marked[i] = mark;
+                    l->identity[i] = nodes_[i].identity;
+                    l->has_counter[i] = rec->has_counter;
+                    l->fence[i] = rec->fence;
+                    l->record_identity[i] = rec->identity;
+                    l->now[i] = rec->now_ms;
+                    l->mark[i] = rec->mark;
+                    l->recorded_window = std::max(l->recorded_window, rec->window);
+                  }
+                  if (--l->left == 0) {
+                    looking_ = false;
+                    on_look(*l);
+                  }
+                });
+  }
+}
+
+void node_trust::on_look(const look& l) {
+  if (closed_ || eng_.shutting_down()) return;
+  const std::size_t n = nodes_.size();
+  std::size_t verified = 0, answered = 0;
+  std::int64_t highest = 0;
+  bool any_counter = false;
+  std::vector<bool> unverified(n, false);
+  recorded_window_ = std::max(recorded_window_, l.recorded_window);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!l.answered[i]) continue;
+    ++answered;
+    highest = std::max(highest, l.fence[i]);
+    any_counter = any_counter || l.has_counter[i];
+    if (!l.identity[i].empty() && l.record_identity[i] == l.identity[i]) {
+      ++verified;
+      nodes_[i].mark.clear();
+      nodes_[i].blocked.clear();
+    } else {
+      unverified[i] = true;
+    }
+  }
+  // A brand-new cluster (every node answered, none has a counter) has never
+  // granted a lock: nothing can be in flight, so no repair delay.
+  const bool brand_new = answered == n && !any_counter;
+  const auto delay = brand_new ? milliseconds::zero() : repair_delay(l.recorded_window);
+  const bool may_repair = verified >= eng_.quorum() || answered == n;
+  const std::string floor = std::to_string(highest);
+  const std::string window_text = std::to_string(std::max(window().count(), recorded_window_.count()));
+  const std::string key(record_key);
+  const auto now = clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!unverified[i] || l.identity[i].empty()) continue;
+    node& nd = nodes_[i];
+    if (l.marked[i] || nd.mark_identity != l.identity[i] || nd.mark != l.mark[i]) {
+      // Seen unverified now (for the first time, or after a restart or a
+      // flush since): the second look comes a repair delay later.
+      nd.mark = l.mark[i];
+      nd.mark_identity = l.identity[i];
+      nd.first_seen = l.now[i];
+      nd.ready_at = saturating_add(now, delay);
+      nd.blocked.clear();
+      if (delay == milliseconds::zero())
+        look_again_ = true;
+      else
+        schedule(nd.ready_at);
+      continue;
+    }
+    if (now < nd.ready_at) {
+      schedule(nd.ready_at);
+      continue;
+    }
+    if (!may_repair) {
+      // Keep the mark: a later look may have enough answers.
+      nd.blocked = fmt::format(
+          "its redsync record is not verified for this server (run_id {}) and cannot be repaired yet: that "
+          "needs a quorum of verified nodes or every node to answer, and {} of {} answered with {} verified "
+          "(a brand-new cluster needs every node up once)",
+          short_id(l.identity[i]), answered, n, verified);
+      continue;
+    }
+    nd.blocked.clear();
+    ++stamps_in_flight_;
+    auto call = std::make_shared<script_call>(
+        make_script_call(record_stamp_script(), {key},
+                         {floor, l.identity[i], nd.mark, std::to_string(nd.first_seen), window_text}));
+    nd.mark.clear();
+    send_script(eng_.node(i), 0, *call, timeout_,
+                [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
+                  if (alive.expired()) return;
+                  if (--stamps_in_flight_ == 0) settle();
+                });
+  }
+  if (stamps_in_flight_ == 0) settle();
+}
+
+// A look (and its stamps) is over: look again if asked to, else let the
+// acquisitions waiting for the first survey go (repairs that need a delay
+// go on in the background).
+void node_trust::settle() {
+  if (look_again_ && !closed_ && !eng_.shutting_down()) return start_look();
+  surveyed_ = true;
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& w : waiting) w();
+}
+
+}  // namespace redsync::detail

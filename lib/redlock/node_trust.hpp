@@ -1,0 +1,155 @@
+#pragma once
+
+// Whether a node's "yes" to an acquisition may count: the restart guard and
+// the fencing counter's repair, from what each node's record says.
+//
+// Each node keeps one record (scripts.hpp: `record_key`) holding its fencing
+// counter, the server identity the record was last verified for (run_id and
+// replication id, from INFO), since when (`since`, server clock), and the
+// longest expiry any client has used on it (`window`). A node whose record
+// does not name its current identity (it restarted, was replaced by another
+// server, was resynchronised from another server, lost its data, or never
+// served a lock) may have lost lock keys and counter increments. Its vote
+// does not count until (1) its counter has been repaired and the record
+// stamped for the current identity, and (2) with the restart guard on, the
+// guard window (the longest of this client's window and the recorded one)
+// has passed since it was first seen so, so every lock key it may have lost
+// has expired. The record lives on the node, so every client (including one
+// that never saw the node before) sees the same time and window.
+//
+// The repair of a node x, in three steps: (1) a look reads every node's
+// record, and the mark in x's record (a random value set by the first look
+// that found none; a flush wipes it); (2) a second look reads every node
+// again, no sooner than the repair delay after (1) (the guard window: at
+// least the longest expiry any client uses), except on a brand-new cluster
+// where no node has a counter yet; (3) x, if unverified in both looks under
+// the same identity and with the same mark, is raised to the maximum M of
+// the counters read in (2) and stamped, by a script that applies only while
+// x still carries that mark. Step (3) is allowed only when in (2) either at
+// least a quorum of nodes other than x answered with a verified record, or
+// every node answered.
+//
+// Claim: once a token T was granted, every later grant of any name yields a
+// token > T, as long as the nodes that lost data since the acquisition of T
+// began are a minority, and no client uses an expiry longer than the repair
+// delay. Proof. T was granted once a quorum Q1 of nodes whose votes counted
+// held a counter >= T: they answered T, or the write-back raised them to T
+// (mutex_ops.cpp). Every write of that acquisition
+// ran before its start + expiry, or the grant was refused for lack of
+// validity. Let L be the nodes that lost data since that start: |L| < |Q1|,
+// so Q1 \ L is not empty, and its nodes hold a counter >= T from the grant on.
+// A later grant wins on a quorum Q2 of verified nodes, which meets Q1 in some
+// node x. If x lost nothing since, its counter is >= T and its increment gives
+// > T. Otherwise x was repaired after its last loss: a loss wipes the mark or
+// changes the identity, so that loss came before (1) read x, and (1) came
+// after the acquisition of T began (x was in Q1); the reads of (2), a repair
+// delay later, came after every write of that acquisition. In case "every
+// node answered", those reads include Q1 \ L, so M >= T. In case "a quorum of
+// verified nodes other than x", those nodes meet Q1 \ {x}; each such node lost
+// nothing since (counter >= T) or was itself repaired since, which by
+// induction on the order of repairs left it >= T; so M >= T. Either way x's
+// increment gives > T. A brand-new cluster (no counter anywhere) has granted
+// nothing, so it needs no delay. A multi-name lock takes its token from the
+// same counter, so this holds for each of its names.
+//
+// A node that cannot be identified (INFO refused by the ACL, no run_id as on
+// Dragonfly), that is a replica, or whose maxmemory policy may evict keys,
+// never votes: fail closed, with the reason in the node's result.
+//
+// Loop thread only.
+
+#include "transport/loop_timer.hpp"
+#include "transport/reply.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+class engine;
+
+// What a node's reply to INFO says about it: its identity (run_id, and
+// master_replid when given), or why its vote can never count (INFO refused,
+// no run_id, a replica, a maxmemory policy that evicts). Pure.
+struct server_identity {
+  std::string identity;  // empty when `problem` is set
+  std::string problem;
+};
+server_identity identify_server(const reply& info);
+
+class node_trust {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // guard: the restart guard is on. window: the guard window when not zero;
+  // zero means the longest expiry this Redsync's mutexes use.
+  node_trust(engine& eng, bool guard, std::chrono::milliseconds window);
+  node_trust(const node_trust&) = delete;
+  node_trust& operator=(const node_trust&) = delete;
+
+  // The reply to `INFO` on a new connection to node i (an error reply when
+  // it was refused).
+  void on_server_info(std::size_t i, const reply& info);
+
+  // Node i said yes to an acquisition with `r` = {token, record identity, ms
+  // since first verified, recorded window ms}. True (with the reason) when
+  // that vote must not count; a node found unverified is repaired in the
+  // background.
+  bool exclude_yes(std::size_t i, const reply& r, std::string& why);
+
+  // Runs `ready` once every node's record has been looked at (and repaired
+  // where that needs no delay) since this Redsync started: on the first call
+  // this waits for one or two looks (bounded by `timeout` per command),
+  // later at once.
+  void when_surveyed(std::chrono::microseconds timeout, std::function<void()> ready);
+
+  // The guard window this client brings (zero when the guard is off).
+  std::chrono::milliseconds window() const;
+
+  // Loop thread, at shutdown: stops the repair timer.
+  void close();
+
+ private:
+  struct node {
+    std::string identity;          // run_id[:master_replid] from the last handshake; empty if unknown
+    std::string problem;           // why this node cannot be verified at all, if so
+    std::string mark;              // the mark read from the node while it was unverified
+    std::string mark_identity;     // its identity then
+    std::int64_t first_seen = 0;   // server ms when first seen unverified (look 1)
+    clock::time_point ready_at{};  // when the second look may repair it
+    std::string blocked;           // why the last look could not repair it, if so
+  };
+  struct look;
+
+  void start_look();
+  void on_look(const look& l);
+  void settle();
+  void schedule(clock::time_point at);
+  std::chrono::milliseconds repair_delay(std::chrono::milliseconds recorded) const;
+
+  engine& eng_;
+  const bool guard_;
+  const std::chrono::milliseconds fixed_window_;
+  std::vector<node> nodes_;
+  bool surveyed_ = false;
+  bool looking_ = false;
+  bool look_again_ = false;
+  bool closed_ = false;
+  int stamps_in_flight_ = 0;
+  std::chrono::microseconds timeout_{1000};
+  std::chrono::milliseconds recorded_window_{0};  // the longest window read from any record
+  loop_timer* timer_ = nullptr;
+  clock::time_point timer_at_ = clock::time_point::max();
+  std::vector<std::function<void()>> waiting_;
+  // Callbacks of commands still in flight when the engine is destroyed
+  // check this first.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace redsync::detail

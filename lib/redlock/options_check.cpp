@@ -1,0 +1,138 @@
+#include "redlock/options_check.hpp"
+
+#include "redlock/quorum.hpp"
+
+#include <redsync/error.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <utility>
+
+namespace redsync::detail {
+namespace {
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw config_error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+// Durations in messages are milliseconds with as many decimals as needed
+// ("2.02 ms"), so the numbers of the expiry rule can be compared by eye.
+double in_ms(std::chrono::microseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+
+constexpr std::size_t max_pool_size = 1024;
+
+}  // namespace
+
+void check_node_options(const node_options& node) {
+  if (node.unix_path.empty()) {
+    if (node.host.empty()) {
+      fail("node_options.host = \"\": a host or a unix_path is required");
+    }
+    if (node.port < 1 || node.port > 65535) {
+      fail("node_options.port = {}: must be in 1..65535", node.port);
+    }
+  }
+  if (node.db < 0) {
+    fail("node_options.db = {}: must be at least 0", node.db);
+  }
+  // AUTH <user> <password> needs both; a user alone is almost always a URI
+  // where the password was meant (redis://secret@host).
+  if (!node.username.empty() && node.password.empty()) {
+    fail("node_options.username = \"{}\": a username needs a password", node.username);
+  }
+}
+
+void check_redsync_options(const redsync_options& options) {
+  if (options.pool_size < 1 || options.pool_size > max_pool_size) {
+    fail("redsync_options.pool_size = {}: must be in 1..{}", options.pool_size, max_pool_size);
+  }
+  if (options.connect_timeout.count() <= 0) {
+    fail("redsync_options.connect_timeout = {} ms: must be positive", options.connect_timeout.count());
+  }
+  if (options.reconnect_backoff_min.count() <= 0) {
+    fail("redsync_options.reconnect_backoff_min = {} ms: must be positive",
+         options.reconnect_backoff_min.count());
+  }
+  if (options.reconnect_backoff_max < options.reconnect_backoff_min) {
+    fail(
+        "redsync_options.reconnect_backoff_max = {} ms: must be at least "
+        "reconnect_backoff_min ({} ms)",
+        options.reconnect_backoff_max.count(), options.reconnect_backoff_min.count());
+  }
+  if (options.restart_guard_window.count() < 0 || options.restart_guard_window > max_expiry) {
+    fail("redsync_options.restart_guard_window = {} ms: must be in 0..{} ms (0 = the longest expiry in use)",
+         options.restart_guard_window.count(), max_expiry.count());
+  }
+  if (options.shutdown_timeout.count() < 0) {
+    fail("redsync_options.shutdown_timeout = {} ms: must not be negative", options.shutdown_timeout.count());
+  }
+}
+
+void check_mutex_options(std::string_view name, const mutex_options& options) {
+  if (name.empty()) {
+    fail("mutex name = \"\": must not be empty");
+  }
+  if (options.expiry.count() <= 0) {
+    fail("mutex_options.expiry = {} ms: must be positive", options.expiry.count());
+  }
+  if (options.expiry > max_expiry) {
+    fail("mutex_options.expiry = {} ms: must be at most {} ms", options.expiry.count(), max_expiry.count());
+  }
+  if (options.tries < 1) {
+    fail("mutex_options.tries = {}: must be at least 1", options.tries);
+  }
+  // Written so that NaN fails: every comparison with NaN is false.
+  if (!(options.drift_factor >= 0.0 && options.drift_factor < 1.0)) {
+    fail("mutex_options.drift_factor = {}: must be in [0, 1)", options.drift_factor);
+  }
+  if (!(options.timeout_factor > 0.0 && options.timeout_factor < 1.0)) {
+    fail("mutex_options.timeout_factor = {}: must be in (0, 1)", options.timeout_factor);
+  }
+  if (options.value) {
+    if (options.value->empty()) {
+      fail("mutex_options.value = \"\": must not be empty");
+    }
+    if (options.value_generator) {
+      fail(
+          "mutex_options.value is set and so is "
+          "mutex_options.value_generator: set at most one");
+    }
+  }
+  // Auto-extension: a zero interval or cap means "default" / "no cap".
+  if (options.auto_extend_interval.count() < 0) {
+    fail("mutex_options.auto_extend_interval = {} ms: must not be negative",
+         options.auto_extend_interval.count());
+  }
+  // An interval of a whole expiry or more would let the key expire between
+  // two extensions.
+  if (options.auto_extend_interval >= options.expiry) {
+    fail(
+        "mutex_options.auto_extend_interval = {} ms: must be less than expiry "
+        "({} ms)",
+        options.auto_extend_interval.count(), options.expiry.count());
+  }
+  if (options.max_hold.count() < 0) {
+    fail("mutex_options.max_hold = {} ms: must not be negative", options.max_hold.count());
+  }
+  if (options.max_extensions < 0) {
+    fail("mutex_options.max_extensions = {}: must not be negative", options.max_extensions);
+  }
+  // An attempt may wait the full per-node timeout before counting votes;
+  // if that plus the drift already uses up the expiry, validity can never be
+  // positive and every acquisition would fail.
+  const std::chrono::microseconds d = drift(options.expiry, options.drift_factor);
+  const std::chrono::microseconds t = command_timeout(options.expiry, options.timeout_factor);
+  if (options.expiry <= d + t) {
+    fail(
+        "mutex_options.expiry = {} ms: must exceed drift ({} ms) + per-node "
+        "command timeout ({} ms) = {} ms; raise expiry or lower "
+        "drift_factor/timeout_factor",
+        options.expiry.count(), in_ms(d), in_ms(t), in_ms(d + t));
+  }
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,155 @@
+#include "redlock/release_listener.hpp"
+
+#include <algorithm>
+
+namespace redsync::detail {
+
+namespace {
+
+// How often a dropped subscriber connection is re-established (and its
+// subscriptions renewed) while anybody waits.
+constexpr std::chrono::milliseconds maintenance_interval{500};
+constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
+
+}  // namespace
+
+release_listener::release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
+                                   const redsync_options& options)
+    : loop_(loop), nodes_(std::move(nodes)), connect_timeout_(options.connect_timeout) {
+  links_.resize(nodes_.size());
+}
+
+release_listener::~release_listener() = default;
+
+void release_listener::watch(const std::string& channel, waiter* w) {
+  if (closing_) return;
+  auto& ws = channels_[channel];
+  ws.push_back(w);
+  if (ws.size() > 1) return;
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const bool fresh =
+        links_[i].conn == nullptr || links_[i].conn->current_state() == connection::state::disconnected;
+    ensure_connected(i);  // a fresh connection subscribes to everything, this channel included
+    if (!fresh) subscribe(i, channel);
+  }
+  if (!maintenance_) {
+    maintenance_ = loop_timer::create(loop_);
+    maintenance_->start(maintenance_interval, [this] { on_maintenance(); });
+  }
+}
+
+void release_listener::unwatch(const std::string& channel, waiter* w) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  auto& ws = it->second;
+  ws.erase(std::remove(ws.begin(), ws.end(), w), ws.end());
+  if (!ws.empty()) return;
+  channels_.erase(it);
+  if (!closing_) send_to_all("UNSUBSCRIBE", channel);
+}
+
+void release_listener::ensure_connected(std::size_t i) {
+  auto& link = links_[i];
+  if (!link.conn) {
+    link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_},
+                                             [](const std::string*) {});
+    link.conn->set_push_handler([this](reply&& r) { on_push(std::move(r)); });
+  }
+  if (link.conn->current_state() == connection::state::disconnected) {
+    link.conn->connect();
+    // A new connection has no subscriptions: renew them all (queued until
+    // the connection is up).
+    subscribe_all(i);
+  }
+}
+
+void release_listener::subscribe_all(std::size_t i) {
+  for (const auto& [channel, ws] : channels_) {
+    (void)ws;
+    subscribe(i, channel);
+  }
+}
+
+void release_listener::subscribe(std::size_t i, const std::string& channel) {
+  links_[i].conn->send(encode_command({"SUBSCRIBE", channel}), subscribe_timeout,
+                       [this, channel](command_result&& r) {
+                         if (r.status == transport_status::ok && !r.value.is_error()) on_confirmed(channel);
+                       });
+}
+
+void release_listener::on_confirmed(const std::string& channel) {
+  if (closing_) return;
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  const std::vector<waiter*> ws = it->second;
+  for (waiter* w : ws) {
+    auto still = channels_.find(channel);
+    if (still == channels_.end()) break;
+    if (std::find(still->second.begin(), still->second.end(), w) != still->second.end()) w->on_subscribed();
+  }
+}
+
+void release_listener::send_to_all(std::string_view verb, const std::string& channel) {
+  auto cmd = encode_command({verb, channel});
+  for (auto& link : links_) {
+    if (!link.conn) continue;
+    const auto st = link.conn->current_state();
+    if (st != connection::state::connecting && st != connection::state::connected) continue;
+    link.conn->send(cmd, subscribe_timeout, [](command_result&&) {});
+  }
+}
+
+void release_listener::on_push(reply&& r) {
+  // ["message", channel, payload]
+  if (r.elements.size() < 3) return;
+  auto it = channels_.find(r.elements[1].str);
+  if (it == channels_.end()) return;
+  // A waiter may stop watching from inside its callback: iterate a copy.
+  const std::vector<waiter*> ws = it->second;
+  for (waiter* w : ws) {
+    auto still = channels_.find(r.elements[1].str);
+    if (still == channels_.end()) break;
+    if (std::find(still->second.begin(), still->second.end(), w) == still->second.end()) continue;
+    w->on_release(r.elements[2].str);
+  }
+}
+
+void release_listener::on_maintenance() {
+  if (closing_) return;
+  if (channels_.empty()) {
+    maintenance_->close();
+    maintenance_ = nullptr;
+    return;
+  }
+  for (std::size_t i = 0; i < links_.size(); ++i) ensure_connected(i);
+  maintenance_->start(maintenance_interval, [this] { on_maintenance(); });
+}
+
+void release_listener::close(std::function<void()> closed) {
+  closing_ = true;
+  channels_.clear();
+  if (maintenance_) {
+    maintenance_->close();
+    maintenance_ = nullptr;
+  }
+  auto remaining = std::make_shared<std::size_t>(0);
+  auto done = std::make_shared<std::function<void()>>(std::move(closed));
+  for (auto& link : links_) {
+    if (link.conn) ++*remaining;
+  }
+  if (*remaining == 0) return (*done)();
+  for (auto& link : links_) {
+    if (!link.conn) continue;
+    std::vector<command_callback> orphans;
+    link.conn->close(orphans, [remaining, done] {
+      if (--*remaining == 0) (*done)();
+    });
+    for (auto& cb : orphans) {
+      command_result r;
+      r.status = transport_status::shutdown;
+      cb(std::move(r));
+    }
+  }
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,64 @@
+#pragma once
+
+// One round of a Redlock step: the same command sent to every node at once,
+// each answer classified into a node_status, and a single report when the
+// outcome is known.
+
+#include "redlock/engine.hpp"
+
+#include <redsync/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace redsync::detail {
+
+// Per-node statuses counted so far.
+struct tally {
+  std::vector<node_result> nodes;   // in node order
+  std::vector<long long> integers;  // a node's integer reply, or the first element of its array reply
+  std::size_t ok = 0;
+  std::size_t taken = 0;
+  std::size_t missing = 0;
+  std::size_t failed = 0;   // reply_error, timeout, unreachable
+  std::size_t pending = 0;  // not answered yet (not_awaited in the report)
+  std::size_t excluded = 0;
+
+  // Nodes whose answer is known (not pending, not excluded).
+  std::size_t answered() const noexcept { return ok + taken + missing + failed; }
+};
+
+// Maps one node's transport outcome to its status. `message` receives the
+// server's error text for reply errors.
+using classify_fn = node_status (*)(const reply& value);
+
+struct round_spec {
+  // Sends the round's command to node `i` and calls `done` once.
+  std::function<void(node_pool& pool, command_callback done)> send;
+  classify_fn classify = nullptr;
+  std::size_t quorum = 0;
+  // Report as soon as the quorum is reached or has become impossible.
+  bool fail_fast = false;
+  // Ask the nodes in a random order.
+  bool shuffle = false;
+  // Nodes to leave out of the round (reported as `excluded`); may be empty.
+  std::vector<bool> excluded;
+  // Asked when node i says yes (with its reply): true (with a reason) turns
+  // that yes into `excluded`, which does not count towards the quorum. May
+  // be empty.
+  std::function<bool(std::size_t i, const reply& r, std::string& why)> exclude_yes;
+};
+
+// Starts a round on the loop thread. `done` runs exactly once on the loop
+// thread, never inside this call. Answers that arrive after the report are
+// dropped (the report shows those nodes as `not_awaited`).
+void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done);
+
+// The server error class of an error reply, from its first word.
+server_error classify_server_error(std::string_view message) noexcept;
+
+}  // namespace redsync::detail

@@ -1,0 +1,107 @@
+#pragma once
+
+// The Lua scripts the Redlock flows run on each node, and how they are sent:
+// EVALSHA first, EVAL on NOSCRIPT (so SCRIPT FLUSH or a restarted node is
+// harmless).
+
+#include "transport/node_pool.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+struct lua_script {
+  std::string_view source;
+  std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
+};
+
+// Every lock script takes all of a lock's names as KEYS (several, sorted,
+// for a multi-name lock) and is all-or-nothing on a node; per-name keys
+// (waiting lines, leases) follow in the same order.
+
+// The one record each node keeps for redsync (a hash, never expiring, one
+// key however many names are locked): `fence`, the node's fencing counter,
+// shared by every name; `run`, the server identity (run_id and replication
+// id) the record was last verified for; `since`, when that identity was
+// first seen unverified (server ms); `window`, the longest expiry any client
+// has used on the node; `pending`, the repair's mark. See node_trust.hpp.
+inline constexpr std::string_view record_key = "redsync:node";
+
+// Acquisition with the fencing counter and a fair waiting line per name.
+// KEYS = names (n), record, lines (n), leases (n);
+// ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line,
+// claim window ms (a head of line that leaves the lock free that long loses
+// its place).
+// Where SET NX won on every name: {token, record identity ('' if none), ms
+// since it was first seen unverified (-1 if never), recorded window ms};
+// else -2 (busy, first in every line), -1 (busy, others ahead) or nil (busy,
+// not waiting).
+const lua_script& acquire_script();
+
+// Leaving the waiting lines. KEYS = lines (n), leases (n); ARGV = value.
+const lua_script& leave_script();
+
+// Fencing write-back. KEYS = first name, record; ARGV = value, token. Only
+// where the name still holds our value, raises the record's counter to at
+// least the token. Returns 1 if the value was ours, else 0.
+const lua_script& fence_script();
+
+// KEYS = record; ARGV = mark or ''. Returns {fence, identity, since, server
+// now ms, mark, window} as strings, '' for a missing field; a record without
+// a mark (`pending` field) gets ARGV's, if not empty.
+const lua_script& record_read_script();
+// KEYS = record; ARGV = counter floor, identity, mark, since ms, window ms.
+// Only while the record still carries that mark: raises the counter and the
+// window to at least ARGV's, and stamps identity and since unless already
+// stamped for that identity. Returns 1 if applied, 0 if the mark was gone.
+const lua_script& record_stamp_script();
+
+// Keys and channel derived from one lock name.
+std::string line_key(std::string_view name);
+std::string lease_key(std::string_view name);
+std::string release_channel(std::string_view name);
+
+// KEYS = names (n), lines (n); ARGV = value, release channel of each name.
+// Deletes the names holding our value and, for each of them whose line has
+// a waiter, publishes the head of that line on the name's channel.
+// Returns -1 if any name holds another value (left alone), else 1 if
+// something of ours was deleted, else 0 (all missing).
+const lua_script& release_script();
+
+// KEYS = the names, ARGV[1] = value, ARGV[2] = expiry in ms,
+// ARGV[3] = "1" to re-create missing names (set-NX-on-extend), else "0".
+// Returns 1 if every name is ours with its TTL now `expiry`, 0 if some name
+// is missing, -1 if some name holds another value.
+const lua_script& extend_script();
+
+// KEYS = the names, ARGV[1] = value.
+// Returns 1 if every name holds our value, -1 if some name holds another
+// value, else 0 (some missing).
+const lua_script& check_script();
+
+// A script call encoded once for all nodes as EVALSHA. The EVAL form is
+// derived from those bytes only when a node answers NOSCRIPT (rare).
+struct script_call {
+  const lua_script* script = nullptr;
+  wire_command evalsha;
+
+  explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
+};
+
+// The EVAL form of `call`: same arguments, the script's source instead of
+// its SHA1.
+wire_command to_eval(const script_call& call);
+
+script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
+                             const std::vector<std::string_view>& args);
+
+// Sends `call` to `pool` as EVALSHA and, if the node answers NOSCRIPT, again
+// as EVAL on the same route within what is left of `timeout`. `done` runs once.
+void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
+                 std::chrono::microseconds timeout, command_callback done);
+
+}  // namespace redsync::detail

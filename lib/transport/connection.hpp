@@ -1,0 +1,142 @@
+#pragma once
+
+// One pipelined connection to a Redis node over libuv (TCP or unix socket).
+// Loop thread only. Owned by a node_pool, which decides when to connect
+// (backoff lives there); this class moves bytes, matches replies to commands
+// in FIFO order and enforces per-command deadlines.
+//
+// Lifecycle: disconnected -> connecting -> connected -> (drop) disconnected
+// -> ... ; close() from any state ends in `closed` once every handle it owns
+// has been closed. Dropped sockets free themselves from their close callback.
+
+#include "transport/node_pool.hpp"
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+struct connection_config {
+  node_options node;
+  std::chrono::milliseconds connect_timeout{1000};
+  // When set, every new connection also sends `INFO` in its
+  // handshake and hands the reply here (an error reply too, e.g. NOPERM),
+  // before any later reply on that connection is delivered (node_trust reads
+  // the server's run_id).
+  std::function<void(const reply& info)> on_server_info{};
+};
+
+class connection {
+ public:
+  enum class state { disconnected, connecting, connected, closing, closed };
+  using clock = std::chrono::steady_clock;
+  // Told the outcome of every connect attempt (nullptr = connected, else the
+  // failure text), before the callbacks of the commands it fails run.
+  using connect_listener = std::function<void(const std::string* error)>;
+
+  connection(uv_loop_t* loop, const connection_config& config, connect_listener listener);
+  ~connection();  // requires state() == closed (or that close() was never needed)
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  state current_state() const noexcept { return state_; }
+
+  // Pub/sub: when set, "message" pushes (which answer no command) go here
+  // instead of being matched to a command; SUBSCRIBE confirmations still
+  // answer their commands in order. Set before connect().
+  using push_handler = std::function<void(reply&&)>;
+  void set_push_handler(push_handler handler) { push_ = std::move(handler); }
+
+  // Starts a connect attempt; only when disconnected. Never completes inline.
+  void connect();
+  // Queues a command; requires connecting or connected. Written on the next
+  // loop iteration together with everything else queued by then.
+  void send(wire_command cmd, std::chrono::microseconds timeout, command_callback done);
+  // Moves the callbacks of every command still awaiting an outcome into
+  // `orphans` (the caller completes them), closes all handles, then calls
+  // `closed`.
+  void close(std::vector<command_callback>& orphans, std::function<void()> closed);
+
+  // Without any byte from the server for this long while commands are
+  // outstanding, the connection is considered dead and dropped.
+  std::chrono::milliseconds stall_close() const noexcept;
+
+ private:
+  struct socket;
+  struct write_req;
+  struct resolve_req;
+  struct entry {
+    command_callback done;  // empty once timed out ("abandoned")
+    wire_command wire;      // only until written
+    clock::time_point sent_at;
+    clock::time_point deadline;
+  };
+
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  static void on_connected(uv_connect_t* req, int status);
+  static void on_connect_timer(uv_timer_t* timer);
+  static void on_deadline_timer(uv_timer_t* timer);
+  static void on_flush(uv_idle_t* idle);
+  static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void on_write(uv_write_t* req, int status);
+  static void on_socket_closed(uv_handle_t* handle);
+  static void on_own_handle_closed(uv_handle_t* handle);
+
+  void try_next_address();
+  void connect_failed(std::string error);
+  void handshake_and_flush();
+  void flush();
+  void handle_data(const char* data, std::size_t size);
+  void drop(const std::string& error);
+  void detach_socket();
+  void handle_closed();
+  void arm_deadline_timer();
+  void expire(clock::time_point now);
+  bool has_outstanding() const noexcept { return !inflight_.empty() || !unsent_.empty(); }
+
+  uv_loop_t* loop_;
+  connection_config config_;
+  connect_listener listener_;
+  push_handler push_;
+  state state_ = state::disconnected;
+
+  uv_timer_t connect_timer_{};
+  uv_timer_t deadline_timer_{};
+  uv_idle_t flush_idle_{};
+  int own_handles_open_ = 0;
+  std::function<void()> closed_;
+
+  socket* socket_ = nullptr;
+  resolve_req* resolving_ = nullptr;
+  std::vector<sockaddr_storage> addresses_;
+  std::size_t next_address_ = 0;
+  std::string last_connect_error_;
+  std::string pending_connect_error_;  // set when connect failed synchronously
+
+  // Handshake (AUTH, SELECT) encoded once; the names of the handshake
+  // commands whose replies are still due precede every user reply.
+  std::vector<std::pair<std::string, wire_command>> handshake_;
+  std::deque<std::string> handshake_due_;
+  std::string handshake_error_;
+  bool handshake_unsent_ = false;
+
+  std::deque<entry> inflight_;  // written, replies due in this order
+  std::deque<entry> unsent_;    // queued, not yet written
+  // Scratch for flush(), kept to reuse their capacity.
+  std::vector<uv_buf_t> write_bufs_;
+  std::vector<wire_command> write_wires_;
+  clock::time_point armed_for_ = clock::time_point::max();
+  clock::time_point stall_since_{};
+  std::chrono::microseconds max_timeout_{0};
+};
+
+}  // namespace redsync::detail

@@ -1,0 +1,222 @@
+#include "transport/event_loop.hpp"
+
+#include <uv.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pthread.h>
+
+// Threading model: `queue_` is the only state shared between threads and is
+// guarded by `mutex_`; everything else is touched on the loop thread only
+// (or before the thread starts / after it is joined).
+//
+// Lifetime of the async handle: it is closed on the loop thread by a task
+// queued behind everything posted before destruction began. After that task
+// ran, post() drops its function instead of touching the closed handle.
+
+namespace redsync::detail {
+
+struct event_loop::impl {
+  uv_loop_t own{};
+  uv_loop_t* loop = nullptr;
+  bool owned = false;
+  uv_async_t async{};
+  // Learns which thread runs an external loop (we are not told); unref'd so
+  // it never keeps the loop alive.
+  uv_prepare_t prepare{};
+  std::thread thread;
+  std::atomic<std::thread::id> loop_thread{};
+
+  std::mutex mutex;
+  std::vector<std::function<void()>> queue;  // guarded by mutex
+  bool async_closed = false;                 // guarded by mutex
+
+  // External loop only: set by the close callbacks of async + prepare.
+  int handles_open = 0;
+  std::mutex closed_mutex;
+  std::condition_variable closed_cv;
+  bool handles_closed = false;
+
+  static void on_async(uv_async_t* handle) {
+    auto* self = static_cast<impl*>(handle->data);
+    self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    std::vector<std::function<void()>> batch;
+    {
+      std::lock_guard lock(self->mutex);
+      batch.swap(self->queue);
+    }
+    // Tasks posted while this batch runs go to the next batch (the async
+    // handle is signalled again), so post() never runs its function inline.
+    for (auto& fn : batch) {
+      try {
+        fn();
+      } catch (...) {
+        // Nothing may unwind through libuv; a throwing task is a bug in the
+        // caller (run_sync forwards its own exceptions, so never gets here).
+        std::fputs("redsync: a task posted to the event loop threw\n", stderr);
+        std::terminate();
+      }
+    }
+  }
+
+  static void on_prepare(uv_prepare_t* handle) {
+    static_cast<impl*>(handle->data)
+        ->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
+
+  void close_own_handles(uv_close_cb cb) {
+    {
+      std::lock_guard lock(mutex);
+      async_closed = true;
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&async), cb);
+    uv_close(reinterpret_cast<uv_handle_t*>(&prepare), cb);
+  }
+
+  static void on_external_handle_closed(uv_handle_t* handle) {
+    auto* self = static_cast<impl*>(handle->data);
+    if (--self->handles_open > 0) return;
+    std::lock_guard lock(self->closed_mutex);
+    self->handles_closed = true;
+    self->closed_cv.notify_all();
+  }
+};
+
+event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
+  impl& s = *impl_;
+  s.owned = external == nullptr;
+  if (s.owned) {
+    if (int rc = uv_loop_init(&s.own); rc != 0) {
+      throw std::runtime_error(std::string("uv_loop_init: ") + uv_strerror(rc));
+    }
+    s.loop = &s.own;
+  } else {
+    s.loop = external;
+  }
+  uv_async_init(s.loop, &s.async, &impl::on_async);
+  s.async.data = &s;
+  uv_prepare_init(s.loop, &s.prepare);
+  s.prepare.data = &s;
+  uv_prepare_start(&s.prepare, &impl::on_prepare);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&s.prepare));
+  s.handles_open = 2;
+  if (!s.owned) return;
+  s.thread = std::thread([&s] {
+    // The loop thread takes no process signals: they belong to the
+    // application's threads, and a write to a peer that closed the
+    // connection must fail with EPIPE rather than raise SIGPIPE.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    s.loop_thread.store(std::this_thread::get_id());
+    uv_run(s.loop, UV_RUN_DEFAULT);
+  });
+}
+
+event_loop::~event_loop() {
+  impl& s = *impl_;
+  if (on_loop_thread()) {
+    if (s.owned) {
+      std::fputs("redsync: event_loop destroyed on its own loop thread\n", stderr);
+      std::terminate();
+    }
+    // External loop, on its thread: close now; the close callbacks run on a
+    // later iteration of the application's loop, so the impl must outlive
+    // this object and is freed by the last of them.
+    impl* leaked = impl_.release();
+    leaked->async.data = leaked;
+    {
+      std::lock_guard lock(leaked->mutex);
+      leaked->async_closed = true;
+    }
+    auto free_last = [](uv_handle_t* h) {
+      auto* self = static_cast<impl*>(h->data);
+      if (--self->handles_open == 0) delete self;
+    };
+    uv_close(reinterpret_cast<uv_handle_t*>(&leaked->async), free_last);
+    uv_close(reinterpret_cast<uv_handle_t*>(&leaked->prepare), free_last);
+    return;
+  }
+  if (s.owned) {
+    post([&s] {
+      s.close_own_handles(nullptr);
+      // The engine closes its pools before destroying the loop; anything
+      // still open here is a leak. Close it so the loop can end: its owner
+      // is gone, so nobody else ever will.
+      uv_walk(
+          s.loop,
+          [](uv_handle_t* h, void*) {
+            if (uv_is_closing(h) == 0) uv_close(h, nullptr);
+          },
+          nullptr);
+    });
+    s.thread.join();
+    // uv_run only returns once every handle is closed and every request has
+    // completed, so the loop closes cleanly.
+    if (uv_loop_close(s.loop) != 0) {
+      uv_run(s.loop, UV_RUN_DEFAULT);
+      uv_loop_close(s.loop);
+    }
+    return;
+  }
+  // External loop, from another thread: the application must keep running
+  // its loop until this returns.
+  post([&s] { s.close_own_handles(&impl::on_external_handle_closed); });
+  std::unique_lock lock(s.closed_mutex);
+  s.closed_cv.wait(lock, [&s] { return s.handles_closed; });
+}
+
+uv_loop_s* event_loop::loop() const noexcept {
+  return impl_->loop;
+}
+
+void event_loop::post(std::function<void()> fn) {
+  impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.async_closed) return;  // destruction began: nobody will run it
+    s.queue.push_back(std::move(fn));
+    // Signalled under the lock so the handle cannot be closed in between.
+    uv_async_send(&s.async);
+  }
+}
+
+bool event_loop::on_loop_thread() const noexcept {
+  return impl_->loop_thread.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
+void event_loop::run_sync(const std::function<void()>& fn) {
+  if (on_loop_thread()) {
+    // Waiting here would deadlock; run inline instead.
+    fn();
+    return;
+  }
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  post([&] {
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(m);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock lock(m);
+  cv.wait(lock, [&] { return done; });
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,212 @@
+#include "transport/node_pool.hpp"
+
+#include "transport/connection.hpp"
+
+#include <uv.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+// Backoff is per node, not per connection: a failed connect on any of the
+// pool's connections says the node is down, so the other disconnected
+// connections fail fast too; connections that are up keep working.
+//
+// Callbacks that must not run inside send() (fail-fast during backoff,
+// anything sent while closing) go through `deferred_`, drained by an idle
+// handle on the next loop iteration.
+
+namespace redsync::detail {
+
+namespace {
+
+void complete(command_callback& done, command_result&& result) noexcept {
+  done(std::move(result));
+}
+
+}  // namespace
+
+struct node_pool::impl {
+  using clock = std::chrono::steady_clock;
+  enum class state { open, closing, closed };
+
+  struct deferred_call {
+    command_callback done;
+    command_result result;
+  };
+
+  uv_loop_t* loop;
+  connection_config config;
+  std::size_t size;
+  std::chrono::milliseconds backoff_min;
+  std::chrono::milliseconds backoff_max;
+
+  // Created on first use, on the loop thread (the pool itself may be
+  // constructed on another thread).
+  std::vector<std::unique_ptr<connection>> connections;
+  bool idle_ready = false;
+  uv_idle_t idle{};
+  std::deque<deferred_call> deferred;
+
+  int failures = 0;
+  clock::time_point retry_at{};
+  std::string last_error;
+
+  state st = state::open;
+  std::size_t closing_left = 0;
+  std::function<void()> closed;
+
+  impl(uv_loop_t* l, node_options node, const redsync_options& o)
+      : loop(l),
+        config{std::move(node), o.connect_timeout},
+        size(std::max<std::size_t>(o.pool_size, 1)),
+        backoff_min(o.reconnect_backoff_min),
+        backoff_max(o.reconnect_backoff_max) {}
+
+  void ensure_idle() {
+    if (idle_ready) return;
+    uv_idle_init(loop, &idle);
+    idle.data = this;
+    idle_ready = true;
+  }
+
+  void defer(command_callback done, command_result result) {
+    ensure_idle();
+    deferred.push_back({std::move(done), std::move(result)});
+    uv_idle_start(&idle, &on_idle);
+  }
+
+  static void on_idle(uv_idle_t* handle) {
+    auto* self = static_cast<impl*>(handle->data);
+    // Only this batch: callbacks that send again (and fail fast again) are
+    // served on the next iteration, so a retry loop cannot starve the loop.
+    std::deque<deferred_call> batch;
+    batch.swap(self->deferred);
+    if (self->deferred.empty()) uv_idle_stop(handle);
+    for (auto& call : batch) {
+      if (self->st != state::open && call.result.status != transport_status::shutdown) {
+        call.result = shutdown_result();  // close() was called by an earlier callback
+      }
+      complete(call.done, std::move(call.result));
+    }
+    self->maybe_finish_close();
+  }
+
+  static command_result shutdown_result() {
+    command_result r;
+    r.status = transport_status::shutdown;
+    r.error = "node pool closed";
+    return r;
+  }
+
+  connection& connection_for(std::size_t slot) {
+    auto& c = connections[slot];
+    if (!c) {
+      c = std::make_unique<connection>(loop, config,
+                                       [this](const std::string* error) { on_connect_result(error); });
+    }
+    return *c;
+  }
+
+  void on_connect_result(const std::string* error) {
+    if (error == nullptr) {
+      failures = 0;
+      retry_at = {};
+      last_error.clear();
+      return;
+    }
+    // min * 2^failures, capped at max.
+    auto delay = backoff_min;
+    for (int i = 0; i < failures && delay < backoff_max; ++i) delay *= 2;
+    delay = std::min(delay, backoff_max);
+    ++failures;
+    retry_at = clock::now() + delay;
+    last_error = *error;
+  }
+
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done) {
+    if (st == state::closed) throw std::logic_error("node_pool::send after close completed");
+    if (st == state::closing) {
+      defer(std::move(done), shutdown_result());
+      return;
+    }
+    if (connections.empty()) connections.resize(size);
+    connection& c = connection_for(static_cast<std::size_t>(route % size));
+    if (c.current_state() == connection::state::disconnected) {
+      const auto now = clock::now();
+      if (now < retry_at) {
+        command_result r;
+        r.status = transport_status::unreachable;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(retry_at - now);
+        r.error = fmt::format("node down: reconnect in {} ms after: {}", left.count(), last_error);
+        defer(std::move(done), std::move(r));
+        return;
+      }
+      c.connect();
+    }
+    c.send(std::move(cmd), timeout, std::move(done));
+  }
+
+  void close(std::function<void()> on_closed) {
+    if (st != state::open) throw std::logic_error("node_pool::close called twice");
+    st = state::closing;
+    closed = std::move(on_closed);
+    ensure_idle();
+    std::vector<command_callback> orphans;
+    closing_left = 0;
+    for (auto& c : connections) {
+      if (!c) continue;
+      ++closing_left;
+      c->close(orphans, [this] {
+        --closing_left;
+        maybe_finish_close();
+      });
+    }
+    for (auto& call : deferred) call.result = shutdown_result();
+    for (auto& done : orphans) deferred.push_back({std::move(done), shutdown_result()});
+    // Always finish from a callback, never inside close() itself.
+    uv_idle_start(&idle, &on_idle);
+  }
+
+  void maybe_finish_close() {
+    if (st != state::closing || closing_left > 0 || !deferred.empty()) return;
+    if (uv_is_closing(reinterpret_cast<uv_handle_t*>(&idle)) != 0) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(&idle), [](uv_handle_t* h) {
+      auto* self = static_cast<impl*>(h->data);
+      self->st = state::closed;
+      auto cb = std::move(self->closed);
+      if (cb) cb();  // may destroy the pool: touch nothing after
+    });
+  }
+};
+
+node_pool::node_pool(uv_loop_s* loop, node_options node, const redsync_options& options)
+    : address_(node.address()), impl_(std::make_unique<impl>(loop, std::move(node), options)) {}
+
+node_pool::~node_pool() {
+  if (impl_ && (impl_->idle_ready || !impl_->connections.empty()) && impl_->st != impl::state::closed) {
+    // Its handles are still registered with the loop and point at us.
+    std::fputs("redsync: node_pool destroyed before close() completed\n", stderr);
+    std::terminate();
+  }
+}
+
+void node_pool::send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
+                     command_callback done) {
+  impl_->send(route, std::move(cmd), timeout, std::move(done));
+}
+
+void node_pool::close(std::function<void()> closed) {
+  impl_->close(std::move(closed));
+}
+
+void node_pool::on_server_info(std::function<void(const reply& info)> listener) {
+  impl_->config.on_server_info = std::move(listener);
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,116 @@
+#pragma once
+
+// One Redis master: a small pool of pipelined connections over libuv.
+// Loop thread only (except construction/address()).
+//
+// Contract (libuv style): send() never calls its callback synchronously; the
+// callback runs exactly once on the loop thread: with the reply, with a
+// timeout, with a connection failure, or with `shutdown` from close().
+//
+// Ordering: commands given the same `route` go on the same connection, so the
+// server executes them in send order. The Redlock flows rely on this: a
+// release sent after a timed-out SET is executed after that SET, even on a
+// node that was SIGSTOPped and resumed later.
+//
+// A timed-out command does not close its connection: its late reply is read
+// and dropped in order. A connection that has had no reply at all for
+// `stall_close` while commands are outstanding is closed and reconnected on
+// next use. A dropped connection is re-established on next use, with
+// exponential backoff between failed connects; during backoff send() fails
+// fast (deferred callback, `unreachable`).
+//
+// Details the layers above may rely on:
+//  * route % pool_size picks the connection; connections are created and
+//    connected lazily on first use, on the loop thread.
+//  * A command's timeout runs from send(); the handshake (AUTH, SELECT) is
+//    pipelined in front of the first commands of each new connection and is
+//    bounded by their timeouts. A command that times out before it was
+//    written is never sent at all.
+//  * stall_close = max(10 x the largest timeout seen on that connection, 5 s).
+//    Commands still waiting when it fires fail as `unreachable`.
+//  * Backoff is per node: after a failed connect (refused, timed out,
+//    resolve error) every disconnected connection of the pool fails fast for
+//    reconnect_backoff_min, doubling per consecutive failure up to
+//    reconnect_backoff_max; a successful connect resets it. A connection
+//    dropped after it was up reconnects on next use without waiting.
+//  * If AUTH or SELECT failed, the commands' own error replies (e.g. NOAUTH)
+//    are delivered with status `ok`, and `error` says why, e.g.
+//    "AUTH failed: WRONGPASS invalid username-password pair ...".
+//  * Callbacks must not throw (std::terminate): they run inside libuv.
+//  * close(): callbacks of everything outstanding run with `shutdown` after
+//    close() returned, then `closed` runs last; sends made while closing also
+//    complete with `shutdown`. The pool may be destroyed inside `closed`.
+//    send() after `closed` ran throws std::logic_error (programmer error).
+
+#include "transport/reply.hpp"
+
+#include <redsync/options.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct uv_loop_s;
+
+namespace redsync::detail {
+
+enum class transport_status {
+  ok,           // `value` holds the reply (which may be an error reply)
+  timeout,      // no reply within the timeout
+  unreachable,  // connect failed/timed out, in backoff, or connection dropped
+  shutdown,     // the pool was closed
+};
+
+struct command_result {
+  transport_status status = transport_status::ok;
+  reply value;
+  // Transport failure text, e.g. "connect: connection refused"; with status
+  // ok, non-empty only when a handshake error explains an error reply.
+  std::string error;
+  std::chrono::microseconds latency{0};
+};
+
+using command_callback = std::function<void(command_result&&)>;
+
+// A command already encoded as RESP (shared so one encoding can be sent to
+// all N nodes without copies).
+using wire_command = std::shared_ptr<const std::string>;
+
+// Encodes argv as a RESP multi-bulk command.
+wire_command encode_command(const std::vector<std::string_view>& argv);
+
+class node_pool {
+ public:
+  node_pool(uv_loop_s* loop, node_options node, const redsync_options& options);
+  ~node_pool();  // requires close() to have completed
+  node_pool(const node_pool&) = delete;
+  node_pool& operator=(const node_pool&) = delete;
+
+  const std::string& address() const noexcept { return address_; }
+
+  // Every connection made from now on sends `INFO` in its handshake
+  // and passes the reply (an error reply too) here, on the loop thread,
+  // before any other reply on it.
+  void on_server_info(std::function<void(const reply& info)> listener);
+
+  // Sends `cmd` on the connection chosen by `route` (e.g. a hash of the lock
+  // name); `done` runs once with the outcome, at the latest `timeout` after
+  // this call.
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done);
+
+  // Fails everything outstanding with `shutdown`, closes all handles, then
+  // calls `closed` (on the loop thread).
+  void close(std::function<void()> closed);
+
+ private:
+  struct impl;
+  std::string address_;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace redsync::detail

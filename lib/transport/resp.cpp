@@ -1,0 +1,159 @@
+#include "transport/resp.hpp"
+
+#include "transport/node_pool.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+// hiredis 0.14 declares the reader in <hiredis/read.h> (included by
+// hiredis.h); 1.x keeps the same redisReader* and redisFormatCommandArgv
+// functions, so only those are used here.
+
+namespace redsync::detail {
+
+wire_command encode_command(const std::vector<std::string_view>& argv) {
+  // Most commands have a handful of arguments: keep the pointer/length
+  // arrays on the stack for those.
+  constexpr std::size_t inline_args = 16;
+  std::array<const char*, inline_args> ptr_small;
+  std::array<std::size_t, inline_args> len_small;
+  std::vector<const char*> ptr_big;
+  std::vector<std::size_t> len_big;
+  const char** ptrs = ptr_small.data();
+  std::size_t* lens = len_small.data();
+  if (argv.size() > inline_args) {
+    ptr_big.resize(argv.size());
+    len_big.resize(argv.size());
+    ptrs = ptr_big.data();
+    lens = len_big.data();
+  }
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    // An empty string_view may carry a null pointer; hiredis memcpy()s from it.
+    ptrs[i] = argv[i].empty() ? "" : argv[i].data();
+    lens[i] = argv[i].size();
+  }
+  char* target = nullptr;
+  const int len = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), ptrs, lens);
+  if (len < 0 || target == nullptr) throw std::bad_alloc();
+  // The formatter allocates with malloc; copy once into the shared string.
+  std::string wire;
+  try {
+    wire.assign(target, static_cast<std::size_t>(len));
+  } catch (...) {
+    std::free(target);
+    throw;
+  }
+  std::free(target);
+  return std::make_shared<const std::string>(std::move(wire));
+}
+
+namespace {
+
+reply convert(const redisReply* r) {
+  reply out;
+  switch (r->type) {
+    case REDIS_REPLY_STATUS: out.type = reply::kind::status; break;
+    case REDIS_REPLY_ERROR: out.type = reply::kind::error; break;
+    case REDIS_REPLY_STRING: out.type = reply::kind::string; break;
+    case REDIS_REPLY_INTEGER: out.type = reply::kind::integer; break;
+    case REDIS_REPLY_NIL: out.type = reply::kind::nil; break;
+    case REDIS_REPLY_ARRAY: out.type = reply::kind::array; break;
+#ifdef REDIS_REPLY_BOOL
+    // RESP3 kinds (hiredis 1.x) only appear after HELLO 3, which we never
+    // send; map them onto the closest RESP2 kind anyway.
+    case REDIS_REPLY_BOOL: out.type = reply::kind::integer; break;
+#endif
+#ifdef REDIS_REPLY_MAP
+    case REDIS_REPLY_MAP:
+    case REDIS_REPLY_SET:
+    case REDIS_REPLY_PUSH: out.type = reply::kind::array; break;
+#endif
+    default: out.type = reply::kind::string; break;  // DOUBLE, VERB, BIGNUM: text in str
+  }
+  if (out.type == reply::kind::integer) out.integer = r->integer;
+  if (out.type == reply::kind::array) {
+    out.elements.reserve(r->elements);
+    for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+  } else if (r->str != nullptr) {
+    out.str.assign(r->str, r->len);
+  }
+  return out;
+}
+
+// hiredis' own array constructor (its reply objects are kept), behind a
+// check of the reader's element budget.
+using create_array_fn = decltype(redisReplyObjectFunctions::createArray);
+create_array_fn default_create_array = nullptr;
+
+redisReplyObjectFunctions* bounded_functions(const redisReplyObjectFunctions* defaults) {
+  static redisReplyObjectFunctions functions = [defaults] {
+    redisReplyObjectFunctions f = *defaults;
+    default_create_array = f.createArray;
+    // The count is an int in hiredis 0.14 and a size_t in 1.x.
+    f.createArray = [](const redisReadTask* task, auto elements) -> void* {
+      auto* budget = static_cast<resp_reader::element_budget*>(task->privdata);
+      const auto count = static_cast<std::size_t>(elements);
+      if (count > max_reply_elements - budget->declared) {
+        budget->exceeded = true;
+        return nullptr;  // hiredis then fails the reader ("Out of memory")
+      }
+      budget->declared += count;
+      return default_create_array(task, elements);
+    };
+    return f;
+  }();
+  return &functions;
+}
+
+}  // namespace
+
+resp_reader::resp_reader() : reader_(redisReaderCreate()) {
+  if (reader_ == nullptr) throw std::bad_alloc();
+  reader_->fn = bounded_functions(reader_->fn);
+  reader_->privdata = &budget_;
+}
+
+resp_reader::~resp_reader() {
+  redisReaderFree(reader_);
+}
+
+bool resp_reader::feed(const char* data, std::size_t size) {
+  if (!error_.empty()) return false;
+  if (redisReaderFeed(reader_, data, size) != REDIS_OK) {
+    error_ = reader_->errstr[0] != '\0' ? reader_->errstr : "out of memory";
+    return false;
+  }
+  return true;
+}
+
+resp_reader::status resp_reader::next(reply& out) {
+  if (!error_.empty()) return status::protocol_error;
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+    if (budget_.exceeded) {
+      error_ = fmt::format("a reply of more than {} elements", max_reply_elements);
+    } else {
+      error_ = reader_->errstr[0] != '\0' ? reader_->errstr : "protocol error";
+    }
+    return status::protocol_error;
+  }
+  if (raw == nullptr) return status::incomplete;
+  budget_.declared = 0;  // the next reply starts afresh
+  auto* r = static_cast<redisReply*>(raw);
+  try {
+    out = convert(r);
+  } catch (...) {
+    freeReplyObject(r);
+    throw;
+  }
+  freeReplyObject(r);
+  return status::reply;
+}
+
+}  // namespace redsync::detail

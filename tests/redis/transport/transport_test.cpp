@@ -1,0 +1,482 @@
+// The transport layer (event_loop, node_pool, connection) against real
+// redis-server processes: round trips, pipelining order, handshake, timeouts
+// with late replies, node death, backoff and shutdown.
+#include <doctest/doctest.h>
+
+#include "transport/event_loop.hpp"
+#include "transport/node_pool.hpp"
+
+#include <uv.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+using namespace std::chrono_literals;
+using redsync::node_options;
+using redsync::redsync_options;
+using redsync::detail::command_result;
+using redsync::detail::encode_command;
+using redsync::detail::event_loop;
+using redsync::detail::node_pool;
+using redsync::detail::reply;
+using redsync::detail::transport_status;
+using redsync::test::config;
+using redsync::test::redis_client;
+using redsync::test::redis_server;
+using redsync::test::wait_until;
+using std::chrono::steady_clock;
+
+namespace {
+
+node_options tcp_node(const redis_server& s) {
+  node_options n;
+  n.host = "127.0.0.1";
+  n.port = s.port();
+  return n;
+}
+
+// A node_pool on an owned event_loop; every pool call is made on the loop
+// thread, results come back through futures waited on with a bound.
+class pool_fixture {
+ public:
+  explicit pool_fixture(node_options node, redsync_options options = {})
+      : pool_(std::make_unique<node_pool>(loop_.loop(), std::move(node), options)) {}
+  ~pool_fixture() { close(); }
+
+  std::future<command_result> send(std::vector<std::string> argv, std::chrono::milliseconds timeout = 2000ms,
+                                   std::uint64_t route = 0) {
+    auto promise = std::make_shared<std::promise<command_result>>();
+    auto future = promise->get_future();
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    auto wire = encode_command(views);
+    loop_.post([this, wire, timeout, route, promise] {
+      pool_->send(route, wire, timeout, [promise](command_result&& r) { promise->set_value(std::move(r)); });
+    });
+    return future;
+  }
+
+  command_result call(std::vector<std::string> argv, std::chrono::milliseconds timeout = 2000ms,
+                      std::uint64_t route = 0) {
+    return get(send(std::move(argv), timeout, route), timeout + 5s);
+  }
+
+  static command_result get(std::future<command_result> f, std::chrono::milliseconds bound = 10s) {
+    REQUIRE(f.wait_for(bound) == std::future_status::ready);
+    return f.get();
+  }
+
+  // Returns once everything posted so far has run and its writes went out:
+  // a send runs in one loop pass and is written from the idle phase of the
+  // next, so two round trips through the loop cover both.
+  void settle() {
+    loop_.run_sync([] {});
+    loop_.run_sync([] {});
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    std::promise<void> done;
+    loop_.run_sync([&] { pool_->close([&] { done.set_value(); }); });
+    REQUIRE(done.get_future().wait_for(10s) == std::future_status::ready);
+  }
+
+  event_loop& loop() { return loop_; }
+  node_pool& pool() { return *pool_; }
+
+ private:
+  event_loop loop_{nullptr};
+  std::unique_ptr<node_pool> pool_;
+  bool closed_ = false;
+};
+
+bool is_ok(const command_result& r) {
+  return r.status == transport_status::ok;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("transport");
+
+TEST_CASE("a pool round-trips PING, SET and GET over TCP") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  auto ping = f.call({"PING"});
+  REQUIRE(is_ok(ping));
+  CHECK(ping.value.type == reply::kind::status);
+  CHECK(ping.value.str == "PONG");
+  CHECK(ping.latency > 0us);
+  CHECK(f.call({"SET", "transport:tcp", "v1"}).value.str == "OK");
+  auto get = f.call({"GET", "transport:tcp"});
+  CHECK(get.value.type == reply::kind::string);
+  CHECK(get.value.str == "v1");
+  CHECK(f.call({"GET", "transport:tcp:missing"}).value.type == reply::kind::nil);
+  redis_client client(server);
+  CHECK(client.get("transport:tcp") == "v1");
+}
+
+TEST_CASE("a pool resolves a host name before connecting") {
+  redis_server server;
+  node_options n = tcp_node(server);
+  n.host = "localhost";  // may resolve to ::1 first, where nothing listens
+  pool_fixture f(n);
+  auto r = f.call({"PING"});
+  CHECK(is_ok(r));
+  CHECK(r.value.str == "PONG");
+}
+
+TEST_CASE("a pool round-trips commands over a unix socket") {
+  redis_server server(config{.unix_socket = true});
+  node_options n;
+  n.unix_path = server.unix_path();
+  pool_fixture f(n);
+  CHECK(f.call({"SET", "transport:unix", "u"}).value.str == "OK");
+  CHECK(f.call({"GET", "transport:unix"}).value.str == "u");
+}
+
+TEST_CASE("pipelined commands on one route are answered in send order") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  constexpr int n = 2000;
+  std::vector<long long> seen;
+  seen.reserve(n);
+  std::promise<void> all;
+  auto wire = encode_command({"INCR", "transport:pipeline"});
+  f.loop().post([&] {
+    for (int i = 0; i < n; ++i) {
+      f.pool().send(7, wire, 5s, [&, i](command_result&& r) {
+        seen.push_back(r.status == transport_status::ok ? r.value.integer : -1);
+        if (i == n - 1) all.set_value();
+      });
+    }
+  });
+  REQUIRE(all.get_future().wait_for(20s) == std::future_status::ready);
+  REQUIRE(seen.size() == n);
+  bool in_order = true;
+  for (int i = 0; i < n; ++i) in_order = in_order && seen[static_cast<std::size_t>(i)] == i + 1;
+  CHECK(in_order);
+}
+
+TEST_CASE("commands spread over a pool's connections by route all get their own replies") {
+  redis_server server;
+  redsync_options o;
+  o.pool_size = 3;
+  pool_fixture f(tcp_node(server), o);
+  std::vector<std::future<command_result>> futures;
+  for (int i = 0; i < 30; ++i) {
+    futures.push_back(f.send({"ECHO", std::to_string(i)}, 2000ms, static_cast<std::uint64_t>(i)));
+  }
+  for (int i = 0; i < 30; ++i) {
+    auto r = pool_fixture::get(std::move(futures[static_cast<std::size_t>(i)]));
+    CHECK(r.value.str == std::to_string(i));
+  }
+  redis_client client(server);
+  CHECK(client.info_field("clients", "connected_clients") == "4");  // 3 + this client
+}
+
+TEST_CASE("AUTH with the right password lets commands through") {
+  redis_server server(config{.password = "s3cret"});
+  node_options n = tcp_node(server);
+  n.password = "s3cret";
+  pool_fixture f(n);
+  auto r = f.call({"SET", "transport:auth", "yes"});
+  CHECK(r.value.str == "OK");
+  CHECK(r.error.empty());
+}
+
+TEST_CASE("a missing password yields a NOAUTH error reply, not a transport failure") {
+  redis_server server(config{.password = "s3cret"});
+  pool_fixture f(tcp_node(server));
+  auto r = f.call({"GET", "transport:noauth"});
+  REQUIRE(is_ok(r));
+  CHECK(r.value.is_error());
+  CHECK(r.value.str.rfind("NOAUTH", 0) == 0);
+}
+
+TEST_CASE("a wrong password surfaces the WRONGPASS text with the command's error reply") {
+  redis_server server(config{.password = "s3cret"});
+  node_options n = tcp_node(server);
+  n.password = "wrong";
+  pool_fixture f(n);
+  auto r = f.call({"GET", "transport:wrongpass"});
+  REQUIRE(is_ok(r));
+  CHECK(r.value.is_error());
+  CHECK(r.error.find("AUTH failed") != std::string::npos);
+  CHECK(r.error.find("WRONGPASS") != std::string::npos);
+  // Still in order on the same connection: the next command fails the same way.
+  auto again = f.call({"PING"});
+  CHECK(again.value.is_error());
+  CHECK(again.error.find("WRONGPASS") != std::string::npos);
+}
+
+TEST_CASE("SELECT puts the pool's keys in the configured database") {
+  redis_server server;
+  node_options n = tcp_node(server);
+  n.db = 3;
+  pool_fixture f(n);
+  CHECK(f.call({"SET", "transport:db", "three"}).value.str == "OK");
+  redis_client client(server);
+  CHECK_FALSE(client.exists("transport:db"));
+  REQUIRE(client.command({"SELECT", "3"}).str == "OK");
+  CHECK(client.get("transport:db") == "three");
+}
+
+TEST_CASE("a paused server times a command out, and its late reply is not given to the next command") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(f.call({"PING"}).value.str == "PONG");  // connected before the pause
+  server.pause();
+  const auto start = steady_clock::now();
+  auto r = f.call({"ECHO", "first"}, 200ms);
+  const auto took = steady_clock::now() - start;
+  CHECK(r.status == transport_status::timeout);
+  CHECK(took >= 190ms);
+  CHECK(took < 1500ms);
+  server.resume();
+  auto next = f.call({"ECHO", "second"});
+  REQUIRE(is_ok(next));
+  CHECK(next.value.str == "second");
+}
+
+TEST_CASE("commands on the same route run in send order across a pause") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"}, 2000ms, 42)));
+  server.pause();
+  auto set = f.send({"SET", "transport:order", "first"}, 150ms, 42);
+  auto del = f.send({"SET", "transport:order", "second"}, 10000ms, 42);
+  CHECK(pool_fixture::get(std::move(set)).status == transport_status::timeout);
+  CHECK(del.wait_for(100ms) == std::future_status::timeout);  // still waiting
+  server.resume();
+  auto second = pool_fixture::get(std::move(del));
+  CHECK(is_ok(second));
+  redis_client client(server);
+  CHECK(client.get("transport:order") == "second");
+}
+
+TEST_CASE("a command larger than the socket buffers is written in pieces and arrives whole, in order") {
+  // With the server paused, the kernel takes only a few MiB of a 32 MiB
+  // command: the rest of it goes out later, and the next command must queue
+  // behind that tail rather than be written into the middle of it.
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"})));
+  std::string big(32u << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + (i / 4096) % 26);
+  server.pause();
+  auto set = f.send({"SET", "transport:big", big}, 30000ms);
+  f.settle();
+  auto echo = f.send({"ECHO", "after"}, 30000ms);
+  f.settle();
+  server.resume();
+  CHECK(is_ok(pool_fixture::get(std::move(set), 30s)));
+  const auto after = pool_fixture::get(std::move(echo), 30s);
+  REQUIRE(is_ok(after));
+  CHECK(after.value.str == "after");
+  const auto back = f.call({"GET", "transport:big"}, 10000ms);
+  REQUIRE(is_ok(back));
+  CHECK(back.value.str.size() == big.size());
+  const bool same_bytes = back.value.str == big;  // not printed: 32 MiB
+  CHECK(same_bytes);
+}
+
+TEST_CASE("a short timeout behind a long one fires first") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"})));
+  server.pause();
+  const auto start = steady_clock::now();
+  auto slow = f.send({"ECHO", "slow"}, 1500ms);
+  auto fast = f.send({"ECHO", "fast"}, 100ms);
+  REQUIRE(fast.wait_for(1000ms) == std::future_status::ready);
+  CHECK(fast.get().status == transport_status::timeout);
+  CHECK(steady_clock::now() - start < 1000ms);
+  CHECK(slow.wait_for(0ms) == std::future_status::timeout);
+  CHECK(pool_fixture::get(std::move(slow)).status == transport_status::timeout);
+  CHECK(steady_clock::now() - start >= 1450ms);
+  server.resume();
+  CHECK(f.call({"ECHO", "after"}).value.str == "after");
+}
+
+TEST_CASE("a connection silent for stall_close with only timed-out commands is replaced") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"}, 400ms)));  // 10 x 400 ms < 5 s
+  redis_client client(server);
+  const auto before = std::stoll(client.info_field("stats", "total_connections_received"));
+  server.pause();
+  CHECK(f.call({"ECHO", "stale"}, 100ms).status == transport_status::timeout);
+  // stall_close is max(10 x 100 ms, 5 s): the dead-looking connection is
+  // closed 5 s after its last byte. This waits for time itself to pass.
+  std::this_thread::sleep_for(6s);
+  server.resume();
+  auto fresh = f.call({"ECHO", "fresh"});
+  REQUIRE(is_ok(fresh));
+  CHECK(fresh.value.str == "fresh");
+  const auto after = std::stoll(client.info_field("stats", "total_connections_received"));
+  CHECK(after == before + 1);
+}
+
+TEST_CASE(
+    "killing a server fails its commands in flight as unreachable, and the pool reconnects after a restart") {
+  redis_server server;
+  pool_fixture f(tcp_node(server));
+  REQUIRE(is_ok(f.call({"PING"})));
+  server.pause();
+  auto in_flight = f.send({"ECHO", "lost"}, 10000ms);
+  // Kill only once the command is on the wire: a kill that wins the race
+  // with the send makes it a fresh connect to a dead node instead.
+  f.settle();
+  server.kill();
+  const auto r = pool_fixture::get(std::move(in_flight), 5s);
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(r.error.find("connection lost") != std::string::npos, r.error);
+  server.restart();
+  // The drop was not a failed connect, so the next send reconnects at once.
+  auto back = f.call({"ECHO", "back"});
+  CHECK_MESSAGE(is_ok(back), back.error);
+  CHECK(back.value.str == "back");
+}
+
+TEST_CASE("a refused connection fails quickly as unreachable, then fails fast during backoff") {
+  redis_server server;
+  const int port = server.port();
+  server.kill();
+  node_options n;
+  n.port = port;
+  redsync_options o;
+  o.reconnect_backoff_min = 300ms;
+  o.reconnect_backoff_max = 1000ms;
+  pool_fixture f(n, o);
+
+  const auto start = steady_clock::now();
+  auto first = f.call({"PING"});
+  CHECK(first.status == transport_status::unreachable);
+  CHECK(first.error.find("connection refused") != std::string::npos);
+  CHECK(steady_clock::now() - start < 1000ms);
+
+  // Within the 300 ms backoff: no connect attempt, and the callback is
+  // deferred rather than run inside send().
+  std::atomic<bool> inside_send{false};
+  std::atomic<bool> ran_inside{false};
+  std::promise<command_result> p;
+  f.loop().post([&] {
+    inside_send = true;
+    f.pool().send(0, encode_command({"PING"}), 2s, [&](command_result&& r) {
+      ran_inside = inside_send.load();
+      p.set_value(std::move(r));
+    });
+    inside_send = false;
+  });
+  auto fast = pool_fixture::get(p.get_future(), 2s);
+  CHECK_FALSE(ran_inside.load());
+  CHECK(fast.status == transport_status::unreachable);
+  CHECK(fast.error.find("node down: reconnect in") != std::string::npos);
+  CHECK(fast.error.find("connection refused") != std::string::npos);
+
+  server.restart();
+  CHECK(wait_until([&] { return is_ok(f.call({"PING"}, 500ms)); }, 5000ms));
+}
+
+TEST_CASE("a hung node does not delay another pool's replies") {
+  redis_server hung;
+  redis_server healthy;
+  pool_fixture a(tcp_node(hung));
+  pool_fixture b(tcp_node(healthy));
+  REQUIRE(is_ok(a.call({"PING"})));
+  REQUIRE(is_ok(b.call({"PING"})));
+  hung.pause();
+  auto stuck = a.send({"PING"}, 3000ms);
+  const auto start = steady_clock::now();
+  auto quick = b.call({"PING"});
+  CHECK(is_ok(quick));
+  CHECK(steady_clock::now() - start < 500ms);
+  CHECK(stuck.wait_for(0ms) == std::future_status::timeout);
+  hung.resume();
+  CHECK(pool_fixture::get(std::move(stuck)).status != transport_status::shutdown);
+}
+
+TEST_CASE("close with commands in flight completes them with shutdown and the loop closes cleanly") {
+  redis_server server;
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  std::promise<void> started;
+  std::thread runner;
+  std::vector<std::future<command_result>> results;
+  {
+    auto events = std::make_unique<event_loop>(&loop);
+    node_pool pool(&loop, tcp_node(server), redsync_options{.pool_size = 2});
+    // Keep the external loop alive until we are done with it.
+    uv_async_t keepalive;
+    uv_async_init(&loop, &keepalive,
+                  [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+    runner = std::thread([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+
+    std::promise<command_result> warm;
+    events->post([&] {
+      pool.send(0, encode_command({"PING"}), 2s, [&](command_result&& r) { warm.set_value(std::move(r)); });
+    });
+    REQUIRE(is_ok(pool_fixture::get(warm.get_future())));
+    server.pause();
+
+    std::vector<std::shared_ptr<std::promise<command_result>>> promises;
+    for (int i = 0; i < 6; ++i) {
+      promises.push_back(std::make_shared<std::promise<command_result>>());
+      results.push_back(promises.back()->get_future());
+    }
+    std::promise<void> closed;
+    events->run_sync([&] {
+      for (int i = 0; i < 6; ++i) {
+        auto p = promises[static_cast<std::size_t>(i)];
+        pool.send(static_cast<std::uint64_t>(i), encode_command({"PING"}), 10s,
+                  [p](command_result&& r) { p->set_value(std::move(r)); });
+      }
+      CHECK(events->on_loop_thread());
+      pool.close([&] { closed.set_value(); });
+    });
+    REQUIRE(closed.get_future().wait_for(5s) == std::future_status::ready);
+    for (auto& r : results) {
+      auto res = pool_fixture::get(std::move(r), 1s);
+      CHECK(res.status == transport_status::shutdown);
+    }
+    CHECK_FALSE(events->on_loop_thread());
+    events.reset();  // from this thread, while the loop runs
+    uv_async_send(&keepalive);
+  }
+  runner.join();
+  CHECK(uv_loop_close(&loop) == 0);
+  server.resume();
+}
+
+TEST_CASE("an owned event loop runs posted work in order, never inline") {
+  event_loop loop(nullptr);
+  CHECK_FALSE(loop.on_loop_thread());
+  std::vector<int> order;
+  bool inline_run = false;
+  bool posting = false;
+  loop.run_sync([&] {
+    CHECK(loop.on_loop_thread());
+    posting = true;
+    loop.post([&] {
+      inline_run = posting;
+      order.push_back(2);
+    });
+    posting = false;
+    order.push_back(1);
+  });
+  loop.run_sync([&] { order.push_back(3); });
+  CHECK_FALSE(inline_run);
+  CHECK(order == std::vector<int>{1, 2, 3});
+  CHECK_THROWS_AS(loop.run_sync([] { throw std::runtime_error("boom"); }), std::runtime_error);
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,130 @@
+// How each script's answer, and a node's INFO, is read: the pure functions
+// the flows use (lib/redlock/script_answers.hpp, identify_server in node_trust.hpp).
+#include <doctest/doctest.h>
+
+#include "redlock/node_trust.hpp"
+#include "redlock/quorum.hpp"
+#include "redlock/script_answers.hpp"
+#include "transport/resp.hpp"
+
+#include <string>
+
+using namespace redsync::detail;
+using redsync::node_status;
+
+namespace {
+
+// The one reply in `wire`.
+reply parse(const std::string& wire) {
+  resp_reader reader;
+  REQUIRE(reader.feed(wire.data(), wire.size()));
+  reply r;
+  REQUIRE(reader.next(r) == resp_reader::status::reply);
+  return r;
+}
+
+// A bulk-string reply holding `text`, as INFO answers.
+reply info(std::string text) {
+  reply r;
+  r.type = reply::kind::string;
+  r.str = std::move(text);
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("script answers");
+
+TEST_CASE("an acquisition is a yes for a positive token, taken for a negative number or nil") {
+  CHECK(classify_acquire(parse("*4\r\n:7\r\n$0\r\n\r\n:-1\r\n:0\r\n")) == node_status::ok);
+  CHECK(classify_acquire(parse(":-1\r\n")) == node_status::taken);
+  CHECK(classify_acquire(parse(":-2\r\n")) == node_status::taken);
+  CHECK(classify_acquire(parse("$-1\r\n")) == node_status::taken);
+  CHECK(classify_acquire(parse("*4\r\n:0\r\n$0\r\n\r\n:-1\r\n:0\r\n")) == node_status::reply_error);
+  CHECK(classify_acquire(parse("*0\r\n")) == node_status::reply_error);
+  CHECK(classify_acquire(parse(":1\r\n")) == node_status::reply_error);
+  CHECK(classify_acquire(parse("+OK\r\n")) == node_status::reply_error);
+}
+
+TEST_CASE("release, extend and check answers are 1 ok, 0 missing, -1 taken, anything else an error") {
+  CHECK(classify_three_way(parse(":1\r\n")) == node_status::ok);
+  CHECK(classify_three_way(parse(":0\r\n")) == node_status::missing);
+  CHECK(classify_three_way(parse(":-1\r\n")) == node_status::taken);
+  CHECK(classify_three_way(parse(":2\r\n")) == node_status::reply_error);
+  CHECK(classify_three_way(parse("$1\r\n1\r\n")) == node_status::reply_error);
+  CHECK(classify_three_way(parse("$-1\r\n")) == node_status::reply_error);
+}
+
+TEST_CASE("a fence write-back answer is 1 ok, 0 missing, anything else an error") {
+  CHECK(classify_fence(parse(":1\r\n")) == node_status::ok);
+  CHECK(classify_fence(parse(":0\r\n")) == node_status::missing);
+  CHECK(classify_fence(parse(":-1\r\n")) == node_status::reply_error);
+  CHECK(classify_fence(parse("*1\r\n:1\r\n")) == node_status::reply_error);
+}
+
+TEST_CASE("an acquisition's yes gives the record identity, the age and the recorded window") {
+  const reply r = parse("*4\r\n:12\r\n$7\r\nabc:def\r\n:1500\r\n:8000\r\n");
+  const auto vote = read_acquire_vote(r);
+  REQUIRE(vote);
+  CHECK(vote->record_identity == "abc:def");
+  CHECK(vote->age.count() == 1500);
+  CHECK(vote->window.count() == 8000);
+  CHECK_FALSE(read_acquire_vote(parse("*3\r\n:12\r\n$0\r\n\r\n:1\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n:1\r\n:1\r\n:1\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse(":12\r\n")));
+}
+
+TEST_CASE("a record read gives its counter, identity, server time, mark and window; '' reads as absent") {
+  const reply r = parse("*6\r\n$2\r\n42\r\n$3\r\nrun\r\n$0\r\n\r\n$4\r\n1000\r\n$1\r\nm\r\n$4\r\n8000\r\n");
+  const auto rec = read_node_record(r);
+  REQUIRE(rec);
+  CHECK(rec->has_counter);
+  CHECK(rec->fence == 42);
+  CHECK(rec->identity == "run");
+  CHECK(rec->now_ms == 1000);
+  CHECK(rec->mark == "m");
+  CHECK(rec->window.count() == 8000);
+  const auto empty =
+      read_node_record(parse("*6\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n"));
+  REQUIRE(empty);
+  CHECK_FALSE(empty->has_counter);
+  CHECK(empty->window.count() == 0);
+  CHECK_FALSE(read_node_record(parse("*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n")));
+}
+
+TEST_CASE("a recorded window outside 0..max_expiry makes an acquisition's yes or a record unreadable") {
+  // Found by tests/fuzz/reply_fuzz.cpp: a record's window fed the repair
+  // delay as it was, and steady_clock::now() + delay overflowed (UB).
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:-1\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036854775807\r\n")));
+  CHECK_FALSE(read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036855\r\n")));
+  const auto longest = read_acquire_vote(parse("*4\r\n:12\r\n$1\r\nr\r\n:0\r\n:9223372036854\r\n"));
+  REQUIRE(longest);
+  CHECK(longest->window == max_expiry);
+
+  auto record_with_window = [](const std::string& window) {
+    return parse("*6\r\n$1\r\n1\r\n$1\r\nr\r\n$0\r\n\r\n$1\r\n5\r\n$1\r\nm\r\n$" +
+                 std::to_string(window.size()) + "\r\n" + window + "\r\n");
+  };
+  CHECK_FALSE(read_node_record(record_with_window("-1")));
+  CHECK_FALSE(read_node_record(record_with_window("9223372036854775807")));
+  CHECK_FALSE(read_node_record(record_with_window("9223372036855")));
+  REQUIRE(read_node_record(record_with_window("9223372036854")));
+  CHECK(read_node_record(record_with_window("9223372036854"))->window == max_expiry);
+}
+
+TEST_CASE("INFO identifies a master by run_id and replication id, and names why others cannot vote") {
+  const auto ok = identify_server(info("run_id:abc\r\nrole:master\r\nmaster_replid:def\r\nx:1\r\n"));
+  CHECK(ok.identity == "abc:def");
+  CHECK(ok.problem.empty());
+  const auto refused = identify_server(parse("-NOPERM this user has no permissions\r\n"));
+  CHECK(refused.identity.empty());
+  CHECK(refused.problem.find("cannot read INFO") != std::string::npos);
+  CHECK(identify_server(info("role:master\r\n")).problem.find("no run_id") != std::string::npos);
+  CHECK(identify_server(info("run_id:abc\r\nrole:slave\r\n")).problem.find("replica") != std::string::npos);
+  const auto evicting =
+      identify_server(info("run_id:a\r\nmaxmemory:100\r\nmaxmemory_policy:allkeys-lru\r\n"));
+  CHECK(evicting.problem.find("evict") != std::string::npos);
+}
+
+TEST_SUITE_END();

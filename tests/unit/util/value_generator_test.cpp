@@ -1,0 +1,80 @@
+#include "util/value_generator.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+using redsync::detail::base64_encode;
+using redsync::detail::random_value;
+
+namespace {
+
+std::string b64(std::string_view s) {
+  return base64_encode({reinterpret_cast<const unsigned char*>(s.data()), s.size()});
+}
+
+constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+TEST_CASE("base64_encode matches the RFC 4648 test vectors") {
+  CHECK(b64("") == "");
+  CHECK(b64("f") == "Zg==");
+  CHECK(b64("fo") == "Zm8=");
+  CHECK(b64("foo") == "Zm9v");
+  CHECK(b64("foob") == "Zm9vYg==");
+  CHECK(b64("fooba") == "Zm9vYmE=");
+  CHECK(b64("foobar") == "Zm9vYmFy");
+}
+
+TEST_CASE("base64_encode uses '+' and '/' for the last two digits") {
+  const std::array<unsigned char, 3> high{0xFB, 0xEF, 0xFF};
+  CHECK(base64_encode(high) == "++//");
+  const std::array<unsigned char, 3> zero{0, 0, 0};
+  CHECK(base64_encode(zero) == "AAAA");
+}
+
+TEST_CASE("100000 random values are distinct 24-character base64 strings") {
+  constexpr std::size_t count = 100'000;
+  std::unordered_set<std::string> seen;
+  seen.reserve(count);
+  std::size_t malformed = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string v = random_value();
+    const bool ok = v.size() == 24 && v.ends_with("==") && v.find_first_not_of(alphabet) == 22;
+    if (!ok) {
+      ++malformed;
+      CAPTURE(v);
+      CHECK(ok);  // reports the first few bad values, not 100000 lines
+      if (malformed > 3) break;
+    }
+    seen.insert(std::move(v));
+  }
+  CHECK(malformed == 0);
+  CHECK(seen.size() == count);
+}
+
+TEST_CASE("the /dev/urandom fallback fills the whole buffer") {
+  // 1000 zero bytes staying zero after a fill has probability 2^-8000.
+  std::array<unsigned char, 1000> buffer{};
+  redsync::detail::fill_from_urandom(buffer);
+  std::size_t zeros = 0;
+  for (unsigned char b : buffer) zeros += b == 0 ? 1 : 0;
+  CHECK(zeros < 50);
+}
+
+TEST_CASE("fill_random fills buffers larger than one getrandom call may return") {
+  // getrandom may return short reads above 256 bytes; the loop must cover them.
+  std::array<unsigned char, 1 << 16> buffer{};
+  redsync::detail::fill_random(buffer);
+  std::size_t zeros_at_end = 0;
+  for (std::size_t i = buffer.size() - 1000; i < buffer.size(); ++i) {
+    zeros_at_end += buffer[i] == 0 ? 1 : 0;
+  }
+  CHECK(zeros_at_end < 50);
+}
