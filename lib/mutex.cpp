@@ -1,5 +1,5 @@
 // The public Mutex: blocking, standard-style, asynchronous and future forms
-// of the operations in mutex_ops.cpp.
+// of the operations in lib/redlock/ (acquisition.cpp, holder_operations.cpp).
 
 #include "redlock/mutex_state.hpp"
 

@@ -46,6 +46,9 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::vector<std::string> line_keys;   // waiters for the name, oldest first
   const std::vector<std::string> lease_keys;  // each waiter's lease in that line
   const std::vector<std::string> channels;    // where releases of the name are announced
+  // Script KEYS: acquire = names, record, lines, leases; release = names, lines.
+  const std::vector<std::string_view> acquire_keys;
+  const std::vector<std::string_view> release_keys;
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;
@@ -73,6 +76,15 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
 
   // Makes a value with the configured generator (caller's thread).
   std::string make_value() const;
+
+  // Loop thread. Starts an acquisition of `v`, unless the lock is still held
+  // (false): stops the watchdog, resets the shared state, builds the release.
+  bool begin_acquisition(const std::string& v);
+  // Loop thread. The acquisition succeeded: valid until `valid_until`.
+  void mark_acquired(clock::time_point valid_until, fencing_token t);
+  // There is a value to act on (and, `for_release`, not yet released).
+  bool has_value(bool for_release) const;
+  std::string value_snapshot() const;
 
   // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
   // is the value an acquisition will use.

@@ -34,7 +34,7 @@
 // began are a minority, and no client uses an expiry longer than the repair
 // delay. Proof. T was granted once a quorum Q1 of nodes whose votes counted
 // held a counter >= T: they answered T, or the write-back raised them to T
-// (mutex_ops.cpp). Every write of that acquisition
+// (fencing.hpp). Every write of that acquisition
 // ran before its start + expiry, or the grant was refused for lack of
 // validity. Let L be the nodes that lost data since that start: |L| < |Q1|,
 // so Q1 \ L is not empty, and its nodes hold a counter >= T from the grant on.

@@ -2,8 +2,9 @@
 
 // What each script's answer means (scripts.hpp describes the answers): pure
 // functions of one node's reply, no state and no I/O. The flows use them
-// (mutex_ops.cpp, node_trust.cpp); tests/fuzz/reply_fuzz.cpp feeds them
-// arbitrary replies. Error replies never reach them: round.cpp classifies
+// (acquisition, fencing, holder_operations, node_trust);
+// tests/fuzz/reply_fuzz.cpp feeds them arbitrary replies. Error replies
+// never reach them: round.cpp classifies
 // those with classify_server_error.
 
 #include "transport/reply.hpp"

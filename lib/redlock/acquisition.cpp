@@ -1,0 +1,251 @@
+// Acquiring a Mutex: the Redlock algorithm of the Redis distributed-lock
+// spec, step by step (start time, the SET on every node at once, quorum,
+// validity = expiry - elapsed - drift, release on failure, retry after a
+// random delay), with our three additions layered on at named points:
+//   - restart guard: the attempt waits for the first look at every node's
+//     record, and a yes from a node whose vote does not count yet is
+//     `excluded` (node_trust.hpp);
+//   - fencing: the token is read from the winners, and written back when a
+//     quorum does not hold it yet (fencing.hpp);
+//   - fair waiting line: the script's line arguments, our place after each
+//     attempt, and an early retry when a release names us (waiting_line.hpp).
+// Queueing, deadline, cancellation and shutdown are mutex_operation's.
+
+#include "redlock/acquisition.hpp"
+
+#include "redlock/fencing.hpp"
+#include "redlock/mutex_rounds.hpp"
+#include "redlock/quorum.hpp"
+#include "redlock/script_answers.hpp"
+#include "redlock/waiting_line.hpp"
+
+#include <optional>
+#include <random>
+
+namespace redsync::detail {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+// Why an attempt failed. "busy" means the other holders are what stood in
+// the way: the nodes that failed or were left out could not have made up
+// the quorum on their own.
+errc acquire_failure(const tally& t, std::size_t n, std::size_t q) {
+  if (t.ok >= q) return errc::validity_elapsed;
+  const std::size_t unusable = t.failed + t.excluded + t.pending;
+  if (t.taken > 0 && unusable <= n - q) return errc::busy;
+  return errc::no_quorum;
+}
+
+milliseconds default_retry_delay(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> d(50, 249);  // [50 ms, 250 ms), as redsync
+  return milliseconds{d(rng)};
+}
+
+class acquisition final : public mutex_operation, public release_listener::waiter {
+ public:
+  acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx, std::string value,
+              std::function<void(result)> done)
+      : mutex_operation(std::move(st), std::move(ctx), std::move(done)),
+        blocking_(blocking),
+        value_(std::move(value)) {}
+
+  // Waiting line: the lock was released and we are next in line: try now
+  // instead of sleeping out the retry delay.
+  void on_release(std::string_view next_in_line) override {
+    if (finished() || next_in_line != value_) return;
+    if (in_round_ || waiting_for_survey_ || !retry_timer_) {
+      // Our own attempt is in flight and may have raced the release: if it
+      // fails, try again at once rather than sleeping through the delay.
+      woken_ = true;
+      return;
+    }
+    retry_timer_->stop();
+    attempt();
+  }
+
+  // Waiting line: once per wait, one look closes the gap between our
+  // refusal and the subscription (every node confirms; once is enough).
+  void on_subscribed() override {
+    if (looked_after_subscribing_) return;
+    if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_ || !line_->first()) return;
+    looked_after_subscribing_ = true;
+    retry_timer_->stop();
+    attempt();
+  }
+
+ private:
+  std::shared_ptr<acquisition> self() { return std::static_pointer_cast<acquisition>(shared_from_this()); }
+
+  // Not reentrant: a second acquisition by the same holder would replace
+  // the value and strand the keys it holds until they expire.
+  void start() override {
+    // Background retries of an earlier release stop before this acquisition
+    // can put the same value (a fixed mutex_options::value) back.
+    ++st_->generation;
+    if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
+    if (!st_->begin_acquisition(value_)) return finish(errc::already_held);
+    line_.emplace(*st_, value_, blocking_);
+    max_tries_ = blocking_ ? st_->opts.tries : 1;
+    attempt();
+  }
+
+  void attempt() {
+    ++attempts_;
+    // The delay before the next attempt is chosen now, so the lease we take
+    // in the waiting line covers it.
+    next_delay_ = milliseconds::zero();
+    if (attempts_ < max_tries_)
+      next_delay_ =
+          st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
+    const auto line = line_->script_args(next_delay_);
+    st_->acquire_call = make_script_call(acquire_script(), st_->acquire_keys,
+                                         {value_, st_->expiry_ms, line[0], line[1], line[2], line[3]});
+    // Restart guard: the first acquisition of this Redsync waits until every
+    // node's record was looked at; later ones go at once.
+    waiting_for_survey_ = true;
+    eng_.trust().when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
+  }
+
+  // Redlock steps 1 and 2: note the start time, then SET NX PX (inside the
+  // acquire script) on every node at once.
+  void send_attempt() {
+    waiting_for_survey_ = false;
+    if (finished()) return;
+    line_->on_attempt_sent();
+    attempt_start_ = clock::now();
+    in_round_ = true;
+    round_spec spec = mutex_round(*st_, st_->acquire_call, classify_acquire);
+    // Restart guard: a yes from a node whose vote does not count yet is
+    // reported as `excluded` and not counted.
+    spec.exclude_yes = [e = &eng_](std::size_t i, const reply& r, std::string& why) {
+      return e->trust().exclude_yes(i, r, why);
+    };
+    run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
+  }
+
+  // Redlock step 3: a quorum of yes votes, or the attempt failed.
+  void on_attempt(tally&& t) {
+    in_round_ = false;
+    if (finished()) return;  // abandoned: the release already went out
+    last_ = std::move(t);
+    line_->on_attempt_answered(last_);
+    if (last_.ok < eng_.quorum())
+      return release_failed_attempt(acquire_failure(last_, eng_.size(), eng_.quorum()));
+    // Fencing: the token is the winners' highest counter; unless a quorum
+    // already holds it, it is written back first (fencing.hpp).
+    const token_votes votes = count_token_votes(last_, eng_.size());
+    if (votes.at_token >= eng_.quorum()) return acquired(votes.token);
+    in_round_ = true;
+    write_back_token(*st_, value_, votes, [self = self(), token = votes.token](bool quorum_holds_token) {
+      self->in_round_ = false;
+      if (self->finished()) return;
+      if (quorum_holds_token) return self->acquired(token);
+      self->release_failed_attempt(errc::no_quorum);
+    });
+  }
+
+  // Redlock step 4: validity = expiry - elapsed - drift, measured on the
+  // monotonic clock from the start of this attempt; none left is a failure.
+  void acquired(std::int64_t token) {
+    const auto elapsed = duration_cast<microseconds>(clock::now() - attempt_start_);
+    if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero())
+      return release_failed_attempt(errc::validity_elapsed);
+    st_->mark_acquired(attempt_start_ + st_->opts.expiry - st_->drift,
+                       fencing_token{static_cast<std::uint64_t>(token)});
+    if (st_->wd) st_->wd->start(attempt_start_);
+    line_->leave(true, last_);
+    finish({});
+  }
+
+  // Redlock step 5: undo a failed attempt. Nodes that answered "taken" did
+  // not apply our SET and need nothing. Nodes that said yes (counted or
+  // excluded) get a release we wait for (they are responsive, so this costs
+  // one round trip). Nodes that timed out, dropped, or were not awaited may
+  // still apply the SET later: they get a release too, on the same
+  // connection, so the server runs it after the SET; we do not wait for
+  // those, a hung node must not stall us. So do nodes that answered an error:
+  // a script is not rolled back when it fails part-way (say, the fencing
+  // counter holds the wrong type after our SET ran), so the key may be ours
+  // there even though the node said no.
+  void release_failed_attempt(errc why) {
+    failure_ = why;
+    std::vector<bool> skip(eng_.size(), true);
+    bool any_awaited = false;
+    for (std::size_t i = 0; i < eng_.size(); ++i) {
+      switch (last_.nodes[i].status) {
+        case node_status::ok:
+        case node_status::excluded:  // it said yes (and answered); its vote just did not count
+          skip[i] = false;
+          any_awaited = true;
+          break;
+        case node_status::timeout:
+        case node_status::unreachable:
+        case node_status::not_awaited:
+        case node_status::reply_error: send_release_unawaited(*st_, i); break;
+        default: break;
+      }
+    }
+    if (!any_awaited) return after_failed_attempt();
+    in_round_ = true;
+    round_spec spec = release_round(*st_);
+    spec.fail_fast = false;
+    spec.excluded = std::move(skip);
+    run_round(eng_, std::move(spec), [self = self()](tally&&) {
+      self->in_round_ = false;
+      if (!self->finished()) self->after_failed_attempt();
+    });
+  }
+
+  // Redlock step 6: retry after the delay, unless the tries are used up. A
+  // blocking lock waits in line meanwhile, hearing releases of its names.
+  void after_failed_attempt() {
+    if (attempts_ >= max_tries_) return finish(failure_);
+    line_->listen(this);
+    if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
+    const auto delay = woken_ ? microseconds::zero() : duration_cast<microseconds>(next_delay_);
+    woken_ = false;
+    retry_timer_->start(delay, [this] { attempt(); });
+  }
+
+  // Deadline, cancellation or shutdown: with a round in flight our SET may
+  // land on any node, so every node gets the (retried) release.
+  void on_abandon() override {
+    if (in_round_) release_everywhere_retried(*st_);
+  }
+
+  void on_finish(errc why) override {
+    if (retry_timer_) {
+      retry_timer_->close();
+      retry_timer_ = nullptr;
+    }
+    if (!line_) return;
+    line_->stop_listening(this);
+    if (why != errc{}) line_->leave(false, last_);
+  }
+
+  const bool blocking_;
+  const std::string value_;
+  std::optional<waiting_line> line_;  // from start(): the arrival is taken when our turn comes
+  loop_timer* retry_timer_ = nullptr;
+  int max_tries_ = 1;
+  milliseconds next_delay_{0};
+  bool waiting_for_survey_ = false;
+  bool woken_ = false;
+  bool looked_after_subscribing_ = false;
+  errc failure_ = errc::no_quorum;
+  clock::time_point attempt_start_{};
+};
+
+}  // namespace
+
+std::shared_ptr<mutex_operation> make_acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx,
+                                                  std::string value, std::function<void(result)> done) {
+  return std::make_shared<acquisition>(std::move(st), blocking, std::move(ctx), std::move(value),
+                                       std::move(done));
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,25 @@
+#pragma once
+
+// What a holder does with the lock it acquired: release it, extend it (by
+// hand or from the watchdog), or check it is still held. Loop thread,
+// through mutex_operation.
+
+#include "redlock/mutex_operation.hpp"
+
+#include <functional>
+#include <memory>
+
+namespace redsync::detail {
+
+std::shared_ptr<mutex_operation> make_release(std::shared_ptr<mutex_state> st, context ctx,
+                                              std::function<void(result)> done);
+
+// `automatic`: the watchdog's extension (refused once it stopped; its outcome
+// is not the mutex's last_result()).
+std::shared_ptr<mutex_operation> make_extension(std::shared_ptr<mutex_state> st, bool automatic, context ctx,
+                                                std::function<void(result)> done);
+
+std::shared_ptr<mutex_operation> make_check(std::shared_ptr<mutex_state> st, context ctx,
+                                            std::function<void(result)> done);
+
+}  // namespace redsync::detail

@@ -1,0 +1,53 @@
+// Rounds and releases of one mutex, from its configuration.
+
+#include "redlock/mutex_rounds.hpp"
+
+#include "redlock/release_sender.hpp"
+#include "redlock/script_answers.hpp"
+
+namespace redsync::detail {
+
+round_sender script_sender(const mutex_state& st, const script_call& call) {
+  return [call, route = st.route, timeout = st.timeout](node_pool& pool, command_callback cb) {
+    send_script(pool, route, call, timeout, std::move(cb));
+  };
+}
+
+round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify) {
+  round_spec spec;
+  spec.send = script_sender(st, call);
+  spec.classify = classify;
+  spec.quorum = st.eng.quorum();
+  spec.fail_fast = st.opts.fail_fast;
+  spec.shuffle = st.opts.shuffle_nodes;
+  return spec;
+}
+
+round_spec release_round(const mutex_state& st) {
+  return mutex_round(st, st.release_call, classify_three_way);
+}
+
+round_sender retried_release_sender(mutex_state& st) {
+  return [e = &st.eng, call = st.release_call, route = st.route, timeout = st.timeout,
+          give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
+          wanted = [s = st.shared_from_this(), gen = st.generation] { return s->generation == gen; }](
+             node_pool& pool, command_callback done) {
+    send_release(*e, pool, route, call, timeout, give_up_at, wanted, std::move(done));
+  };
+}
+
+void release_everywhere_retried(mutex_state& st) {
+  const auto send = retried_release_sender(st);
+  for (std::size_t i = 0; i < st.eng.size(); ++i) send(st.eng.node(i), [](command_result&&) {});
+}
+
+void send_release_unawaited(mutex_state& st, std::size_t i) {
+  send_script(st.eng.node(i), st.route, st.release_call, st.timeout, [](command_result&&) {});
+}
+
+errc holder_failure(const tally& t, std::size_t quorum) {
+  if (t.ok + t.taken + t.missing >= quorum) return t.taken > 0 ? errc::taken : errc::expired;
+  return errc::no_quorum;
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,46 @@
+#pragma once
+
+// The rounds a mutex runs, built from its configuration: its scripts sent on
+// its route with its command timeout, its quorum, fail-fast and node order,
+// and the three ways its release goes out (awaited once, retried in the
+// background, or fire-and-forget). Loop thread only.
+
+#include "redlock/mutex_state.hpp"
+#include "redlock/round.hpp"
+
+#include <redsync/error.hpp>
+
+#include <cstddef>
+#include <functional>
+
+namespace redsync::detail {
+
+using round_sender = std::function<void(node_pool& pool, command_callback done)>;
+
+// Sends `call` to a node as this mutex does (its route, its timeout).
+round_sender script_sender(const mutex_state& st, const script_call& call);
+
+// A round of `call` with the mutex's quorum, fail-fast and shuffle options.
+round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify);
+
+// The round that releases the current value (st.release_call), sent once.
+round_spec release_round(const mutex_state& st);
+
+// Sends the release of the current value, retried in the background while a
+// node does not answer (release_sender.cpp), until the key's expiry makes it
+// moot or the next acquisition starts. Not for the releases between
+// attempts: a retry could land after the next attempt's SET of the same
+// value.
+round_sender retried_release_sender(mutex_state& st);
+
+// The retried release to every node, nobody waiting for the replies.
+void release_everywhere_retried(mutex_state& st);
+
+// The release to node `i`, sent once, nobody waiting for the reply.
+void send_release_unawaited(mutex_state& st, std::size_t i);
+
+// Why a holder's step (release, extend, check) failed. We only claim
+// "taken" or "expired" when a quorum of nodes told us the state of the key.
+errc holder_failure(const tally& t, std::size_t quorum);
+
+}  // namespace redsync::detail

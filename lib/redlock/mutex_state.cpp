@@ -1,0 +1,126 @@
+// A mutex's configuration and shared state, and the dispatch of its
+// operations to their kinds (acquisition.cpp, holder_operations.cpp).
+
+#include "redlock/mutex_state.hpp"
+
+#include "redlock/acquisition.hpp"
+#include "redlock/holder_operations.hpp"
+#include "redlock/quorum.hpp"
+#include "util/value_generator.hpp"
+
+#include <fmt/format.h>
+
+namespace redsync::detail {
+
+namespace {
+
+std::vector<std::string> derive(const std::vector<std::string>& names, std::string (*key)(std::string_view)) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back(key(n));
+  return out;
+}
+
+std::vector<std::string_view> concat(std::initializer_list<const std::vector<std::string>*> parts,
+                                     std::size_t record_after = 0) {
+  std::vector<std::string_view> out;
+  std::size_t part = 0;
+  for (const auto* p : parts) {
+    out.insert(out.end(), p->begin(), p->end());
+    if (++part == record_after) out.push_back(record_key);
+  }
+  return out;
+}
+
+}  // namespace
+
+mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
+    : eng(e),
+      names(std::move(n)),
+      name(names.front()),
+      keys(names.begin(), names.end()),
+      opts(std::move(o)),
+      route(std::hash<std::string_view>{}(name)),
+      timeout(command_timeout(opts.expiry, opts.timeout_factor)),
+      drift(detail::drift(opts.expiry, opts.drift_factor)),
+      expiry_ms(std::to_string(opts.expiry.count())),
+      line_keys(derive(names, line_key)),
+      lease_keys(derive(names, lease_key)),
+      channels(derive(names, release_channel)),
+      acquire_keys(concat({&names, &line_keys, &lease_keys}, 1)),
+      release_keys(concat({&names, &line_keys})) {
+  if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
+}
+
+std::string mutex_state::make_value() const {
+  if (opts.value) return *opts.value;
+  if (opts.value_generator) {
+    std::string v = opts.value_generator();
+    if (v.empty())
+      throw config_error(
+          fmt::format("mutex_options.value_generator returned an empty value for lock \"{}\"", name));
+    return v;
+  }
+  return random_value();
+}
+
+bool mutex_state::begin_acquisition(const std::string& v) {
+  {
+    std::lock_guard lk(mu);
+    if (held && clock::now() < until && !lost.stop_requested()) return false;
+  }
+  if (wd) wd->stop();
+  {
+    std::lock_guard lk(mu);
+    value = v;
+    held = false;
+    released = false;
+    token = fencing_token{};
+    lost = std::stop_source{};
+  }
+  std::vector<std::string_view> args{v};
+  args.insert(args.end(), channels.begin(), channels.end());
+  release_call = make_script_call(release_script(), release_keys, args);
+  extend_call = {};  // built by the first extension of this acquisition
+  return true;
+}
+
+void mutex_state::mark_acquired(clock::time_point valid_until, fencing_token t) {
+  std::lock_guard lk(mu);
+  until = valid_until;
+  held = true;
+  token = t;
+}
+
+bool mutex_state::has_value(bool for_release) const {
+  std::lock_guard lk(mu);
+  if (value.empty()) return false;
+  return !(for_release && released);
+}
+
+std::string mutex_state::value_snapshot() const {
+  std::lock_guard lk(mu);
+  return value;
+}
+
+void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+                         std::function<void(result)> done) {
+  auto self = shared_from_this();
+  std::shared_ptr<mutex_operation> op;
+  switch (kind) {
+    case op_kind::acquire:
+    case op_kind::try_acquire:
+      op = make_acquisition(self, kind == op_kind::acquire, ctx, std::move(value_for_acquire),
+                            std::move(done));
+      break;
+    case op_kind::release: op = make_release(self, ctx, std::move(done)); break;
+    case op_kind::extend:
+    case op_kind::auto_extend:
+      op = make_extension(self, kind == op_kind::auto_extend, ctx, std::move(done));
+      break;
+    case op_kind::check: op = make_check(self, ctx, std::move(done)); break;
+  }
+  op->submit();
+}
+
+}  // namespace redsync::detail
