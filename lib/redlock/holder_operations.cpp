@@ -38,6 +38,13 @@ class release_operation final : public mutex_operation {
   // before its Redsync posts one, and the engine waits for it.
   bool may_start() const override { return eng_.can_send(); }
 
+  // Cancelled or out of time before its turn: the caller has let go already
+  // (held() is false when the call returns); the release follows below.
+  void on_abandon() override {
+    std::lock_guard lk(st_->mu);
+    st_->held = false;
+  }
+
   // An unlock already answered (cancelled, or out of time, while it waited
   // its turn) still releases.
   void on_turn_after_finish() override {

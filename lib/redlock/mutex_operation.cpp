@@ -40,12 +40,17 @@ void mutex_operation::canceller::operator()() const {
 
 // Operations of one mutex run one at a time, so a release never overtakes
 // the acquisition it undoes.
+//
+// An operation already answered by now (its caller's token was stopped
+// before the call) still takes its turn: an unlock releases whatever the
+// context says.
 void mutex_operation::enqueue() {
-  if (finished_) return;
   before_queue();
-  self_ = shared_from_this();
-  eng_.add_task(this);
-  registered_ = true;
+  if (!finished_) {
+    self_ = shared_from_this();
+    eng_.add_task(this);
+    registered_ = true;
+  }
   if (st_->busy) {
     st_->queue.push_back([self = shared_from_this()] { self->take_turn(); });
     return;

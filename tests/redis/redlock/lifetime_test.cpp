@@ -149,6 +149,23 @@ TEST_SUITE("lifetime") {
     CHECK(m.unlock(redsync::context{}).error == redsync::errc::not_held);
   }
 
+  TEST_CASE("an unlock whose token was stopped before the call still releases on every node") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("unlock-stopped");
+    auto m = rs.new_mutex(name, {.expiry = 30s});
+    REQUIRE(m.lock(redsync::context{}).ok());
+    std::stop_source stop;
+    stop.request_stop();
+    auto r = m.unlock(redsync::context::cancellable(stop.get_token()));
+    CHECK(r.error == redsync::errc::cancelled);
+    CHECK_FALSE(m.held());
+    // Without the release the keys would stay for the whole 30 s expiry.
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2}); }, 3s));
+    auto other = rs.new_mutex(name);
+    CHECK(other.try_lock(redsync::context{}).ok());
+  }
+
   TEST_CASE("after an unlock that runs out of time, held() is false and the next lock acquires") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
