@@ -166,6 +166,21 @@ TEST_SUITE("lifetime") {
     CHECK(other.try_lock(redsync::context{}).ok());
   }
 
+  TEST_CASE("an unlock whose token was stopped before the call stops auto-extension and the keys expire") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("unlock-stopped-extending");
+    auto m = rs.new_mutex(name, {.expiry = 1s, .auto_extend = true});
+    REQUIRE(m.lock(redsync::context{}).ok());
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK(m.unlock(redsync::context::cancellable(stop.get_token())).error == redsync::errc::cancelled);
+    // A watchdog still running would keep the keys for as long as it runs.
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2}); }, 3s));
+    CHECK_FALSE(m.held());
+    CHECK(m.lock(redsync::context::timeout(5s)).ok());
+  }
+
   TEST_CASE("after an unlock that runs out of time, held() is false and the next lock acquires") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
