@@ -21,8 +21,6 @@ struct uv_loop_s;
 
 namespace redsync {
 
-using namespace std::chrono_literals;
-
 /// How to reach one Redis master.
 struct REDSYNC_API node_options {
   /// TCP host name or address. Default "127.0.0.1". Ignored with `unix_path`.
@@ -56,12 +54,12 @@ struct redsync_options {
   /// Time allowed to establish a connection. Default 1 s. The handshake
   /// (AUTH/SELECT) is pipelined with the first command and bounded by that
   /// command's timeout.
-  std::chrono::milliseconds connect_timeout = 1000ms;
+  std::chrono::milliseconds connect_timeout = std::chrono::milliseconds{1000};
   /// Backoff before reconnecting a dropped connection: starts at `min`,
   /// doubles per failure up to `max`. During backoff, commands to the node fail
   /// at once as `unreachable`. Defaults 20 ms and 1 s.
-  std::chrono::milliseconds reconnect_backoff_min = 20ms;
-  std::chrono::milliseconds reconnect_backoff_max = 1000ms;
+  std::chrono::milliseconds reconnect_backoff_min = std::chrono::milliseconds{20};
+  std::chrono::milliseconds reconnect_backoff_max = std::chrono::milliseconds{1000};
   /// Run on this libuv loop, owned by the application, instead of on a loop
   /// thread owned by the `Redsync` (default: nullptr = own thread). With an
   /// external loop, blocking calls must not be made from the loop's thread
@@ -85,14 +83,14 @@ struct redsync_options {
   /// `Redsync`'s mutexes and the longest expiry recorded on the nodes by any
   /// client's acquisitions also count; set this when a client with a longer
   /// expiry may not have locked yet. Default 0. >= 0.
-  std::chrono::milliseconds restart_guard_window = 0ms;
+  std::chrono::milliseconds restart_guard_window = std::chrono::milliseconds{0};
   /// How long destroying the `Redsync` may wait, >= 0. Default 2 s. Releases
   /// still due at destruction (a `Mutex` destroyed while holding just
   /// before its `Redsync`, an acquisition abandoned in flight) are sent and
   /// their replies awaited for at most this long before the connections
   /// close; a node that does not answer by then keeps the key until its
   /// expiry. 0 = close at once (releases not yet written are dropped).
-  std::chrono::milliseconds shutdown_timeout = 2000ms;
+  std::chrono::milliseconds shutdown_timeout = std::chrono::milliseconds{2000};
 };
 
 // Every field has a default member initializer, so designated initializers
@@ -102,7 +100,7 @@ struct redsync_options {
 struct mutex_options {
   /// Lock lifetime on each node (the PX of SET). Default 8 s. Must exceed
   /// drift + per-node command timeout.
-  std::chrono::milliseconds expiry = 8s;
+  std::chrono::milliseconds expiry = std::chrono::seconds{8};
   /// Acquisition attempts made by `lock`, >= 1. Default 32. `try_lock` makes 1.
   int tries = 32;
   /// Delay before attempt `try_number + 1` (try_number counts from 1). Default
@@ -136,10 +134,10 @@ struct mutex_options {
   /// the lock is lost: `on_lost` runs once and `Mutex::lost()` turns true.
   bool auto_extend = false;
   /// Time between automatic extensions. Default 0 = expiry / 3.
-  std::chrono::milliseconds auto_extend_interval = 0ms;
+  std::chrono::milliseconds auto_extend_interval = std::chrono::milliseconds{0};
   /// Stop auto-extending once the lock has been held this long since it was
   /// acquired (the lock then expires and is reported lost). Default 0 = no cap.
-  std::chrono::milliseconds max_hold = 0ms;
+  std::chrono::milliseconds max_hold = std::chrono::milliseconds{0};
   /// Stop auto-extending after this many extensions. Default 0 = no cap.
   int max_extensions = 0;
   /// Called once per acquisition, on the loop thread, when a held lock is
