@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <ostream>
+
 namespace redsync {
 
 namespace {
@@ -39,6 +42,24 @@ std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), category()};
 }
 
+std::string_view to_string(errc e) noexcept {
+  switch (e) {
+    case errc::busy: return "busy";
+    case errc::no_quorum: return "no_quorum";
+    case errc::validity_elapsed: return "validity_elapsed";
+    case errc::expired: return "expired";
+    case errc::taken: return "taken";
+    case errc::cancelled: return "cancelled";
+    case errc::deadline_exceeded: return "deadline_exceeded";
+    case errc::lost: return "lost";
+    case errc::not_held: return "not_held";
+    case errc::would_deadlock: return "would_deadlock";
+    case errc::shutting_down: return "shutting_down";
+    case errc::already_held: return "already_held";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(node_status s) noexcept {
   switch (s) {
     case node_status::ok: return "ok";
@@ -67,6 +88,20 @@ std::vector<std::string> result::nodes_with(node_status s) const {
 
 std::string result::describe() const {
   std::string out = error ? error.message() : std::string("ok");
+  // When nodes that agreed were left out (restart guard, counter repair) and
+  // would have made the quorum, that is what stood in the way: say so first.
+  if (error == errc::no_quorum) {
+    const auto count = [&](node_status s) {
+      return static_cast<std::size_t>(
+          std::count_if(nodes.begin(), nodes.end(), [s](const node_result& n) { return n.status == s; }));
+    };
+    const std::size_t excluded = count(node_status::excluded);
+    if (excluded > 0 && count(node_status::ok) + excluded >= nodes.size() / 2 + 1)
+      out += fmt::format(
+          "; {} of the nodes that agreed do not vote yet (restart guard or fencing-counter repair after a "
+          "restart or data loss; each node says when it votes again)",
+          excluded);
+  }
   if (attempts > 1) out += fmt::format(" after {} attempts", attempts);
   out += fmt::format(" in {:.3f} ms", static_cast<double>(elapsed.count()) / 1000.0);
   if (!nodes.empty()) {
@@ -81,6 +116,18 @@ std::string result::describe() const {
     out += "]";
   }
   return out;
+}
+
+std::ostream& operator<<(std::ostream& out, errc e) {
+  return out << to_string(e);
+}
+
+std::ostream& operator<<(std::ostream& out, const result& r) {
+  return out << r.describe();
+}
+
+std::ostream& operator<<(std::ostream& out, node_status s) {
+  return out << to_string(s);
 }
 
 lock_error::lock_error(result r)

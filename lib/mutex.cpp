@@ -6,6 +6,7 @@
 #include <redsync/mutex.hpp>
 
 #include <future>
+#include <stdexcept>
 
 namespace redsync {
 
@@ -46,6 +47,13 @@ std::future<result> run_future(detail::mutex_state& st, op_kind kind, const cont
 }  // namespace
 
 Mutex::Mutex(std::shared_ptr<detail::mutex_state> state) : state_(std::move(state)) {}
+
+detail::mutex_state& Mutex::state() const {
+  if (!state_)
+    throw std::logic_error(
+        "redsync::Mutex: called on a moved-from Mutex (assign it one from Redsync::new_mutex first)");
+  return *state_;
+}
 Mutex::Mutex(Mutex&&) noexcept = default;
 Mutex& Mutex::operator=(Mutex&& other) noexcept {
   if (this != &other) {
@@ -68,19 +76,19 @@ Mutex::~Mutex() {
 }
 
 result Mutex::lock(const context& ctx) {
-  return run_blocking(*state_, op_kind::acquire, ctx);
+  return run_blocking(state(), op_kind::acquire, ctx);
 }
 result Mutex::try_lock(const context& ctx) {
-  return run_blocking(*state_, op_kind::try_acquire, ctx);
+  return run_blocking(state(), op_kind::try_acquire, ctx);
 }
 result Mutex::unlock(const context& ctx) {
-  return run_blocking(*state_, op_kind::release, ctx);
+  return run_blocking(state(), op_kind::release, ctx);
 }
 result Mutex::extend(const context& ctx) {
-  return run_blocking(*state_, op_kind::extend, ctx);
+  return run_blocking(state(), op_kind::extend, ctx);
 }
 result Mutex::valid(const context& ctx) {
-  return run_blocking(*state_, op_kind::check, ctx);
+  return run_blocking(state(), op_kind::check, ctx);
 }
 
 void Mutex::lock() {
@@ -97,6 +105,7 @@ bool Mutex::try_lock_until(clock::time_point t) {
 }
 
 void Mutex::unlock() noexcept {
+  if (!state_) return;
   try {
     (void)unlock(context{});
   } catch (...) {
@@ -105,67 +114,85 @@ void Mutex::unlock() noexcept {
 }
 
 void Mutex::lock_async(const context& ctx, callback done) {
-  run_async(*state_, op_kind::acquire, ctx, std::move(done));
+  run_async(state(), op_kind::acquire, ctx, std::move(done));
 }
 void Mutex::try_lock_async(const context& ctx, callback done) {
-  run_async(*state_, op_kind::try_acquire, ctx, std::move(done));
+  run_async(state(), op_kind::try_acquire, ctx, std::move(done));
 }
 void Mutex::unlock_async(const context& ctx, callback done) {
-  run_async(*state_, op_kind::release, ctx, std::move(done));
+  run_async(state(), op_kind::release, ctx, std::move(done));
 }
 void Mutex::extend_async(const context& ctx, callback done) {
-  run_async(*state_, op_kind::extend, ctx, std::move(done));
+  run_async(state(), op_kind::extend, ctx, std::move(done));
+}
+void Mutex::valid_async(const context& ctx, callback done) {
+  run_async(state(), op_kind::check, ctx, std::move(done));
 }
 std::future<result> Mutex::lock_future(const context& ctx) {
-  return run_future(*state_, op_kind::acquire, ctx);
+  return run_future(state(), op_kind::acquire, ctx);
+}
+std::future<result> Mutex::try_lock_future(const context& ctx) {
+  return run_future(state(), op_kind::try_acquire, ctx);
 }
 std::future<result> Mutex::unlock_future(const context& ctx) {
-  return run_future(*state_, op_kind::release, ctx);
+  return run_future(state(), op_kind::release, ctx);
 }
 std::future<result> Mutex::extend_future(const context& ctx) {
-  return run_future(*state_, op_kind::extend, ctx);
+  return run_future(state(), op_kind::extend, ctx);
+}
+std::future<result> Mutex::valid_future(const context& ctx) {
+  return run_future(state(), op_kind::check, ctx);
 }
 
 const std::string& Mutex::name() const noexcept {
-  return state_->name;
+  static const std::string none;
+  return state_ ? state_->name : none;
 }
 const std::vector<std::string>& Mutex::names() const noexcept {
-  return state_->names;
+  static const std::vector<std::string> none;
+  return state_ ? state_->names : none;
 }
 
 std::string Mutex::value() const {
-  std::lock_guard lk(state_->mu);
-  return state_->value;
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.value;
 }
 
 Mutex::clock::time_point Mutex::until() const {
-  std::lock_guard lk(state_->mu);
-  return state_->until;
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.until;
 }
 
 bool Mutex::held() const {
-  std::lock_guard lk(state_->mu);
-  return state_->held && clock::now() < state_->until;
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.held && clock::now() < st.until;
 }
 
 result Mutex::last_result() const {
-  std::lock_guard lk(state_->mu);
-  return state_->last;
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.last;
 }
 
 bool Mutex::lost() const {
-  std::lock_guard lk(state_->mu);
-  return state_->lost.stop_requested();
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.lost.stop_requested();
 }
 
 std::stop_token Mutex::lost_token() const {
-  std::lock_guard lk(state_->mu);
-  return state_->lost.get_token();
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.lost.get_token();
 }
 
 fencing_token Mutex::token() const {
-  std::lock_guard lk(state_->mu);
-  return state_->token;
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  return st.token;
 }
 
 }  // namespace redsync

@@ -3,6 +3,8 @@
 /// \file
 /// How a caller bounds a call: an absolute deadline and a cancellation token.
 
+#include <redsync/export.hpp>
+
 #include <chrono>
 #include <stop_token>
 

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -25,7 +26,10 @@ enum class errc {
   /// win: without them, the answering nodes would have made a quorum.
   busy = 1,
   /// Fewer than a quorum of nodes agreed, mainly because nodes failed,
-  /// timed out or were unreachable (see the per-node detail).
+  /// timed out or were unreachable, or because nodes that agreed do not vote
+  /// yet (`node_status::excluded`: the restart guard, or the repair of their
+  /// fencing counter, after they restarted or lost data). The per-node detail
+  /// says which; `result::describe()` names the excluded ones first.
   no_quorum,
   /// A quorum agreed, but `expiry - elapsed - drift` was already <= 0, so the
   /// lock was not safe to use (it has been released again).
@@ -59,6 +63,10 @@ REDSYNC_API const std::error_category& category() noexcept;
 
 /// Makes `std::error_code{e, redsync::category()}`.
 REDSYNC_API std::error_code make_error_code(errc e) noexcept;
+
+/// The enumerator's name: "busy", "no_quorum", ... ("unknown" otherwise).
+/// For messages use `make_error_code(e).message()`.
+REDSYNC_API std::string_view to_string(errc e) noexcept;
 
 /// What one node did during the last attempt of a call.
 enum class node_status {
@@ -106,6 +114,7 @@ enum class server_error {
 struct node_result {
   /// The node's address as given (`host:port` or `unix:/path`).
   std::string address;
+  /// What the node did; `not_awaited` until it answered.
   node_status status = node_status::not_awaited;
   /// For `reply_error`: the class of the server's error.
   server_error error_class = server_error::none;
@@ -149,15 +158,25 @@ class REDSYNC_API config_error : public std::invalid_argument {
 };
 
 /// Thrown by the standard-library-style `Mutex::lock()` when the lock cannot
-/// be acquired; carries the full outcome.
+/// be acquired; carries the full outcome. `what()` is `outcome().describe()`,
+/// `code()` its error (`no_quorum` if, impossibly, it had none).
 class REDSYNC_API lock_error : public std::system_error {
  public:
+  /// Wraps a failed outcome.
   explicit lock_error(result r);
+  /// The failed call's outcome, with every node's answer.
   const redsync::result& outcome() const noexcept { return result_; }
 
  private:
   redsync::result result_;
 };
+
+/// Writes `to_string(e)`.
+REDSYNC_API std::ostream& operator<<(std::ostream& out, errc e);
+/// Writes `r.describe()`.
+REDSYNC_API std::ostream& operator<<(std::ostream& out, const result& r);
+/// Writes `to_string(s)`.
+REDSYNC_API std::ostream& operator<<(std::ostream& out, node_status s);
 
 }  // namespace redsync
 

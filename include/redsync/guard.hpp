@@ -27,7 +27,7 @@ namespace redsync {
 class REDSYNC_API guard {
  public:
   /// Calls `mutex.lock(ctx)`.
-  guard(Mutex& mutex, const context& ctx = {});
+  explicit guard(Mutex& mutex, const context& ctx = {});
   /// Releases if still owned.
   ~guard();
   guard(const guard&) = delete;

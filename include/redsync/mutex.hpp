@@ -27,6 +27,8 @@ struct mutex_state;
 /// (see `Mutex::token()` for the exact assumption).
 /// A distinct type so it is never confused with a lock value.
 struct fencing_token {
+  /// The token; 0 means "none" (before the first acquisition). Pass it to
+  /// the protected resource as a 64-bit unsigned integer.
   std::uint64_t value = 0;
   friend auto operator<=>(const fencing_token&, const fencing_token&) = default;
 };
@@ -48,6 +50,10 @@ struct fencing_token {
 /// Not reentrant: `lock` on a mutex that already holds the lock reports
 /// `errc::already_held` instead of acquiring twice.
 ///
+/// Moved from, a `Mutex` may only be assigned to or destroyed: any other call
+/// throws `std::logic_error` saying so, except the `noexcept` ones (`name()`
+/// and `names()` return empty, `unlock()` does nothing). `has_state()` tells.
+///
 /// Thread safety: a `Mutex` is one holder; give each thread that contends for
 /// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
 /// serialized internally, so concurrent calls do not corrupt it, but they act
@@ -58,8 +64,11 @@ class REDSYNC_API Mutex {
   using clock = std::chrono::steady_clock;
   using callback = std::function<void(result)>;
 
-  Mutex(Mutex&&) noexcept;
-  Mutex& operator=(Mutex&&) noexcept;
+  /// Takes over `other`'s lock and state; `other` is left moved-from.
+  Mutex(Mutex&& other) noexcept;
+  /// Releases this mutex's lock if held (as the destructor does), then takes
+  /// over `other`'s.
+  Mutex& operator=(Mutex&& other) noexcept;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
   /// Does not block. If the lock is still held, a release is sent to every
@@ -116,17 +125,33 @@ class REDSYNC_API Mutex {
   void unlock() noexcept;
 
   // -- asynchronous API (callbacks run on the loop thread) --------------------
+  //
+  // Each `*_async(ctx, done)` does what the call of the same name does; `done`
+  // gets the same result, exactly once, on the loop thread, never inside the
+  // call (so it must not block: no blocking call of this library there).
+  // Each `*_future(ctx)` returns that result as a `std::future`. Calls on one
+  // mutex run in the order they were made.
 
-  /// Like `lock(ctx)`; `done` runs exactly once, on the loop thread, never
-  /// inside this call.
+  /// Asynchronous `lock(ctx)`.
   void lock_async(const context& ctx, callback done);
+  /// Asynchronous `try_lock(ctx)`.
   void try_lock_async(const context& ctx, callback done);
+  /// Asynchronous `unlock(ctx)`; the release is sent whatever `ctx` says.
   void unlock_async(const context& ctx, callback done);
+  /// Asynchronous `extend(ctx)`.
   void extend_async(const context& ctx, callback done);
-  /// `std::future` forms of the same calls.
+  /// Asynchronous `valid(ctx)`.
+  void valid_async(const context& ctx, callback done);
+  /// `lock(ctx)` as a future.
   std::future<result> lock_future(const context& ctx = {});
+  /// `try_lock(ctx)` as a future.
+  std::future<result> try_lock_future(const context& ctx = {});
+  /// `unlock(ctx)` as a future.
   std::future<result> unlock_future(const context& ctx = {});
+  /// `extend(ctx)` as a future.
   std::future<result> extend_future(const context& ctx = {});
+  /// `valid(ctx)` as a future.
+  std::future<result> valid_future(const context& ctx = {});
 
   // -- state (local, no network) --------------------------------------------
 
@@ -158,10 +183,14 @@ class REDSYNC_API Mutex {
   /// which must reject a token lower than or equal to the highest it has
   /// seen. 0 before the first acquisition.
   fencing_token token() const;
+  /// False once moved from (see the class comment).
+  bool has_state() const noexcept { return state_ != nullptr; }
 
  private:
   friend class Redsync;
   explicit Mutex(std::shared_ptr<detail::mutex_state> state);
+  // The state, or std::logic_error for a moved-from Mutex.
+  detail::mutex_state& state() const;
   std::shared_ptr<detail::mutex_state> state_;
 };
 

@@ -1,0 +1,99 @@
+// The public API's own contracts (lib/mutex.cpp, lib/error.cpp, guard): a
+// moved-from Mutex, the asynchronous and future forms, how outcomes print,
+// and what a failed lock says when the restart guard stood in the way.
+
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_server.hpp"
+
+#include <redsync/fmt.hpp>
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+
+using namespace std::chrono_literals;
+using redsync::test::cluster;
+using redsync::test::fresh_nodes;
+using redsync::test::unique_name;
+
+// A guard is made on purpose, never by conversion from a Mutex.
+static_assert(!std::is_convertible_v<redsync::Mutex&, redsync::guard>);
+
+TEST_SUITE("api") {
+  TEST_CASE("a moved-from Mutex throws a logic_error naming the mistake, and works again once assigned") {
+    cluster c(1);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    auto m = rs.new_mutex(unique_name("moved"));
+    redsync::Mutex taken = std::move(m);
+    CHECK_FALSE(m.has_state());
+    CHECK(taken.has_state());
+    CHECK_THROWS_WITH_AS(m.lock(redsync::context{}), doctest::Contains("moved-from Mutex"), std::logic_error);
+    CHECK_THROWS_AS(m.try_lock(redsync::context{}), std::logic_error);
+    CHECK_THROWS_AS(m.unlock(redsync::context{}), std::logic_error);
+    CHECK_THROWS_AS(m.extend(), std::logic_error);
+    CHECK_THROWS_AS(m.valid(), std::logic_error);
+    CHECK_THROWS_AS(m.lock(), std::logic_error);
+    CHECK_THROWS_AS(m.try_lock(), std::logic_error);
+    CHECK_THROWS_AS(m.lock_async({}, [](redsync::result) {}), std::logic_error);
+    CHECK_THROWS_AS(m.valid_future(), std::logic_error);
+    CHECK_THROWS_AS((void)m.held(), std::logic_error);
+    CHECK_THROWS_AS((void)m.value(), std::logic_error);
+    CHECK_THROWS_AS((void)m.token(), std::logic_error);
+    CHECK(m.name().empty());
+    CHECK(m.names().empty());
+    m.unlock();  // noexcept: does nothing
+    m = rs.new_mutex(unique_name("moved-again"));
+    CHECK(m.has_state());
+    CHECK(m.try_lock(redsync::context{}).ok());
+    CHECK(m.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("try_lock_future, valid_future and valid_async report what their blocking forms would") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("futures");
+    auto m = rs.new_mutex(name);
+    auto other = rs.new_mutex(name);
+    REQUIRE(m.try_lock_future().get().ok());
+    CHECK(m.valid_future().get().ok());
+    std::promise<redsync::result> checked;
+    m.valid_async({}, [&](redsync::result r) { checked.set_value(std::move(r)); });
+    CHECK(checked.get_future().get().ok());
+    CHECK(other.try_lock_future().get().error == redsync::errc::busy);
+    CHECK(other.valid_future().get().error == redsync::errc::taken);  // its value lost to ours
+    REQUIRE(m.unlock(redsync::context{}).ok());
+    CHECK(m.valid_future().get().error == redsync::errc::expired);
+  }
+
+  TEST_CASE("errc, node_status and result print by name through operator<< and {fmt}") {
+    cluster c(1);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    auto m = rs.new_mutex(unique_name("print"));
+    auto r = m.try_lock(redsync::context{});
+    REQUIRE(r.ok());
+    std::ostringstream out;
+    out << redsync::errc::no_quorum << ' ' << redsync::node_status::excluded << ' ' << r;
+    CHECK(out.str() == "no_quorum excluded " + r.describe());
+    CHECK(fmt::format("{}|{:>6}|{}", redsync::errc::busy, redsync::node_status::ok, r) ==
+          "busy|    ok|" + r.describe());
+    CHECK(m.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("a lock refused only because fresh nodes do not vote yet says so in its message") {
+    cluster c(3);
+    // The restart guard on (the default): brand-new nodes have no verified
+    // record, so for one guard window their yes does not count.
+    redsync::Redsync rs(c.uris(), {.restart_guard_window = 30s});
+    auto m = rs.new_mutex(unique_name("guarded"), {.expiry = 1s, .tries = 1});
+    auto r = m.try_lock(redsync::context{});
+    REQUIRE(r.error == redsync::errc::no_quorum);
+    REQUIRE(r.nodes_with(redsync::node_status::excluded).size() >= 2);
+    CHECK_MESSAGE(r.describe().find("do not vote yet (restart guard") != std::string::npos, r.describe());
+    CHECK_THROWS_WITH(m.lock(), doctest::Contains("do not vote yet"));
+  }
+}
