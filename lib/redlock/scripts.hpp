@@ -1,23 +1,15 @@
 #pragma once
 
-// The Lua scripts the Redlock flows run on each node, and how they are sent:
-// EVALSHA first, EVAL on NOSCRIPT (so SCRIPT FLUSH or a restarted node is
-// harmless).
+// The Lua scripts the Redlock flows run on each node, each with its SHA1, and
+// the keys and channel derived from a lock name. script_call.hpp (included
+// here: it defines lua_script) sends them.
 
-#include "transport/node_pool.hpp"
+#include "redlock/script_call.hpp"
 
-#include <chrono>
-#include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace redsync::detail {
-
-struct lua_script {
-  std::string_view source;
-  std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
-};
 
 // Every lock script takes all of a lock's names as KEYS (several, sorted,
 // for a multi-name lock) and is all-or-nothing on a node; per-name keys
@@ -82,26 +74,5 @@ const lua_script& extend_script();
 // Returns 1 if every name holds our value, -1 if some name holds another
 // value, else 0 (some missing).
 const lua_script& check_script();
-
-// A script call encoded once for all nodes as EVALSHA. The EVAL form is
-// derived from those bytes only when a node answers NOSCRIPT (rare).
-struct script_call {
-  const lua_script* script = nullptr;
-  wire_command evalsha;
-
-  explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
-};
-
-// The EVAL form of `call`: same arguments, the script's source instead of
-// its SHA1.
-wire_command to_eval(const script_call& call);
-
-script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
-                             const std::vector<std::string_view>& args);
-
-// Sends `call` to `pool` as EVALSHA and, if the node answers NOSCRIPT, again
-// as EVAL on the same route within what is left of `timeout`. `done` runs once.
-void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
-                 std::chrono::microseconds timeout, command_callback done);
 
 }  // namespace redsync::detail

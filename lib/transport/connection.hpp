@@ -8,6 +8,10 @@
 // Lifecycle: disconnected -> connecting -> connected -> (drop) disconnected
 // -> ... ; close() from any state ends in `closed` once every handle it owns
 // has been closed. Dropped sockets free themselves from their close callback.
+//
+// Implemented in connection.cpp (lifecycle: construction, drop, close),
+// connection_connect.cpp (connecting and the handshake) and
+// connection_commands.cpp (writes, reply matching, deadlines).
 
 #include "transport/node_pool.hpp"
 

@@ -1,0 +1,46 @@
+#pragma once
+
+// How the Redlock flows send a Lua script to a node: encoded once for all
+// nodes as EVALSHA, and sent again as EVAL when a node answers NOSCRIPT (so
+// SCRIPT FLUSH or a restarted node is harmless).
+
+#include "transport/node_pool.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+// A script's source and its id; the scripts themselves are in scripts.hpp.
+struct lua_script {
+  std::string_view source;
+  std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
+};
+
+// A script call encoded once for all nodes as EVALSHA. The EVAL form is
+// derived from those bytes only when a node answers NOSCRIPT (rare).
+struct script_call {
+  const lua_script* script = nullptr;
+  wire_command evalsha;
+
+  explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
+};
+
+// The EVAL form of `call`: same arguments, the script's source instead of
+// its SHA1.
+wire_command to_eval(const script_call& call);
+
+// `s` with these KEYS and ARGV, encoded as EVALSHA. The call points to `s`,
+// which must outlive it (the scripts of scripts.hpp live for the program).
+script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
+                             const std::vector<std::string_view>& args);
+
+// Sends `call` to `pool` as EVALSHA and, if the node answers NOSCRIPT, again
+// as EVAL on the same route within what is left of `timeout`. `done` runs once.
+void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
+                 std::chrono::microseconds timeout, command_callback done);
+
+}  // namespace redsync::detail

@@ -1,0 +1,306 @@
+// Parsing node URIs into node_options, one step per part of the URI (scheme,
+// credentials, host and port or unix path, db); errors show the URI through
+// redacted_uri, never a password.
+
+#include "util/node_uri.hpp"
+
+#include "util/redacted_uri.hpp"
+
+#include <redsync/error.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace redsync::detail {
+namespace {
+
+constexpr std::string_view redis_prefix = "redis://";
+constexpr std::string_view unix_prefix = "unix:";
+
+// ---- characters -------------------------------------------------------------
+
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+char to_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (to_lower(s[i]) != prefix[i]) return false;
+  }
+  return true;
+}
+
+int hex_value(char c) {
+  if (is_digit(c)) return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// ---- the parser -------------------------------------------------------------
+
+class node_uri_parser {
+ public:
+  explicit node_uri_parser(std::string_view uri)
+      : uri_(uri), redacted_(uri, starts_with_nocase(uri, redis_prefix)) {}
+
+  node_options parse() {
+    if (uri_.empty()) fail("the URI is empty");
+    if (starts_with_nocase(uri_, redis_prefix)) {
+      parse_redis(uri_.substr(redis_prefix.size()));
+    } else if (starts_with_nocase(uri_, unix_prefix)) {
+      parse_unix(uri_.substr(unix_prefix.size()));
+    } else {
+      reject_scheme();
+    }
+    return node_;
+  }
+
+ private:
+  // Error messages show parts of the URI through shown(), since config
+  // errors end up in logs.
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    throw config_error(fmt::format("invalid node URI \"{}\": {}", shown(uri_),
+                                   fmt::format(format, std::forward<Args>(args)...)));
+  }
+
+  // `part` (a view into the URI) as error messages may show it.
+  std::string shown(std::string_view part) const { return redacted_.shown(part); }
+
+  // ---- scheme
+
+  [[noreturn]] void reject_scheme() const {
+    // A scheme is letters, digits, '+', '-', '.' starting with a letter
+    // (RFC 3986), followed here by "://".
+    std::size_t end = 0;
+    if (is_alpha(uri_[0])) {
+      end = 1;
+      while (end < uri_.size() && (is_alpha(uri_[end]) || is_digit(uri_[end]) || uri_[end] == '+' ||
+                                   uri_[end] == '-' || uri_[end] == '.')) {
+        ++end;
+      }
+    }
+    if (end > 0 && uri_.substr(end, 3) == "://") {
+      const std::string_view scheme = uri_.substr(0, end);
+      if (starts_with_nocase(scheme, "rediss") && scheme.size() == 6) {
+        fail("TLS (rediss://) is not supported");
+      }
+      fail("unknown scheme \"{}\" (expected redis:// or unix://)", scheme);
+    }
+    // Typically "localhost:6379" or "10.0.0.1".
+    fail("missing scheme (expected redis://host:port or unix:///path)");
+  }
+
+  // ---- redis://[user[:password]@]host[:port][/db]
+
+  void parse_redis(std::string_view rest) {
+    // The user info ends at the last '@', so a password may contain raw
+    // '/', '?', '#' or ':' even when it should have been percent-encoded.
+    if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+      parse_credentials(rest.substr(0, at));
+      rest.remove_prefix(at + 1);
+    }
+
+    if (const std::size_t q = rest.find_first_of("?#"); q != std::string_view::npos) {
+      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", shown(rest.substr(q)));
+    }
+
+    const std::size_t slash = rest.find('/');
+    parse_host_port(rest.substr(0, slash));
+    if (slash != std::string_view::npos) parse_db_path(rest.substr(slash + 1));
+  }
+
+  // user[:password], the user info before the '@'.
+  void parse_credentials(std::string_view info) {
+    const std::size_t colon = info.find(':');
+    node_.username = decode(info.substr(0, colon), "user name", true);
+    if (colon != std::string_view::npos) {
+      node_.password = decode(info.substr(colon + 1), "password", false);
+    } else if (!node_.username.empty()) {
+      // Clients disagree on what "redis://word@host" means (a user, or a
+      // password as in Lettuce); a user alone cannot AUTH anyway.
+      fail(
+          "user name \"{}\" has no password (for a password alone write "
+          "redis://:password@host)",
+          printable(node_.username));
+    }
+  }
+
+  // host[:port] or [IPv6 address][:port].
+  void parse_host_port(std::string_view hp) {
+    const std::optional<std::string_view> port =
+        !hp.empty() && hp.front() == '[' ? parse_ipv6_host(hp) : parse_host_name(hp);
+    if (port) parse_port(*port);
+  }
+
+  // "[address]" with an optional ":port" after it; returns the port text if
+  // there is a ':'.
+  std::optional<std::string_view> parse_ipv6_host(std::string_view hp) {
+    const std::size_t close = hp.find(']');
+    if (close == std::string_view::npos) fail("IPv6 address \"{}\" lacks a closing ']'", shown(hp));
+    const std::string_view host = hp.substr(1, close - 1);
+    if (host.empty()) fail("empty host");
+    for (char c : host) {
+      if (!(is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'f') || c == ':' || c == '.')) {
+        fail("IPv6 address \"{}\" contains '{}'", shown(host), printable({&c, 1}));
+      }
+    }
+    node_.host = std::string(host);
+    const std::string_view after = hp.substr(close + 1);
+    if (after.empty()) return std::nullopt;
+    if (after.front() != ':') fail("unexpected \"{}\" after IPv6 address", shown(after));
+    return after.substr(1);
+  }
+
+  // A host name or IPv4 address with an optional ":port" after it; returns
+  // the port text if there is a ':'.
+  std::optional<std::string_view> parse_host_name(std::string_view hp) {
+    const std::size_t colon = hp.find(':');
+    const std::string_view host = hp.substr(0, colon);
+    if (host.empty()) fail("empty host");
+    for (char c : host) {
+      if (!(is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_')) {
+        fail("host \"{}\" contains '{}'", shown(host), printable({&c, 1}));
+      }
+    }
+    node_.host = std::string(host);
+    if (colon == std::string_view::npos) return std::nullopt;
+    const std::string_view port = hp.substr(colon + 1);
+    if (port.find(':') != std::string_view::npos) {
+      fail(
+          "too many ':' in \"{}\" (an IPv6 address goes in brackets: "
+          "[::1]:6379)",
+          shown(hp));
+    }
+    return port;
+  }
+
+  // The text after the ':'.
+  void parse_port(std::string_view port) {
+    if (port.empty()) fail("port is empty after ':'");
+    bool digits = true;
+    for (char c : port) digits = digits && is_digit(c);
+    if (!digits) fail("port \"{}\" is not a number", shown(port));
+    node_.port = parse_number(port, "port", 1, 65535);
+  }
+
+  // The path after the host: the db number, or nothing.
+  void parse_db_path(std::string_view path) {
+    if (path.empty()) return;  // "redis://host/" is db 0
+    node_.db = parse_number(path, "db", 0, 2147483647);
+  }
+
+  // ---- unix:///path[?db=N] or unix:/path[?db=N]
+
+  void parse_unix(std::string_view rest) {
+    if (rest.substr(0, 2) == "//") {
+      rest.remove_prefix(2);
+      if (!rest.empty() && rest.front() != '/') {
+        const std::string_view authority = rest.substr(0, rest.find('/'));
+        fail(
+            "unexpected \"{}\" before the path (write "
+            "unix:///path/to/redis.sock)",
+            authority.find('@') == std::string_view::npos ? shown(authority) : "user info");
+      }
+    }
+    if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
+      fail("unexpected \"{}\" (unix: URIs take no fragment)", shown(rest.substr(hash)));
+    }
+    const std::size_t q = rest.find('?');
+    const std::string_view path = rest.substr(0, q);
+    if (path.empty() || path == "/") fail("empty unix socket path");
+    if (path.front() != '/') fail("unix socket path \"{}\" is not absolute", shown(path));
+    node_.unix_path = decode(path, "unix socket path", true);
+    // The transport passes the path on as a C string: a NUL (raw or %00)
+    // would cut it short and reach another socket.
+    if (node_.unix_path.find('\0') != std::string::npos) fail("unix socket path contains a NUL byte");
+    node_.host.clear();
+    if (q != std::string_view::npos) parse_unix_query(rest.substr(q + 1));
+  }
+
+  // The query after '?': db=N, once; nothing else.
+  void parse_unix_query(std::string_view query) {
+    bool seen_db = false;
+    while (!query.empty()) {
+      const std::size_t amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      const std::size_t eq = param.find('=');
+      const std::string_view key = param.substr(0, eq);
+      if (key != "db") {
+        fail("unknown query parameter \"{}\" (only db is supported)", shown(key));
+      }
+      if (seen_db) fail("query parameter db given twice");
+      seen_db = true;
+      if (eq == std::string_view::npos) fail("query parameter db has no value");
+      node_.db = parse_number(param.substr(eq + 1), "db", 0, 2147483647);
+    }
+  }
+
+  // ---- pieces shared by the steps
+
+  // Percent-decodes `s`; `what` names the part for error messages, and
+  // `show` says whether the text may appear in them (not for passwords).
+  std::string decode(std::string_view s, std::string_view what, bool show) const {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] != '%') {
+        out += s[i];
+        continue;
+      }
+      const int hi = i + 1 < s.size() ? hex_value(s[i + 1]) : -1;
+      const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        if (show) {
+          fail("bad percent-encoding \"{}\" in {}", shown(s.substr(i, 3)), what);
+        }
+        fail("bad percent-encoding in {}", what);
+      }
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+    return out;
+  }
+
+  // A non-negative decimal in [min, max]; `what` names it for messages.
+  int parse_number(std::string_view s, std::string_view what, long long min, long long max) const {
+    bool digits = !s.empty();
+    for (char c : s) digits = digits && is_digit(c);
+    if (!digits) fail("{} \"{}\" is not a non-negative integer", what, shown(s));
+    long long value = 0;
+    const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (r.ec == std::errc::result_out_of_range || value < min || value > max) {
+      fail("{} {} is out of range {}..{}", what, shown(s), min, max);
+    }
+    return static_cast<int>(value);
+  }
+
+  std::string_view uri_;
+  redacted_uri redacted_;
+  node_options node_;
+};
+
+}  // namespace
+
+node_options parse_node_uri(std::string_view uri) {
+  return node_uri_parser(uri).parse();
+}
+
+}  // namespace redsync::detail
