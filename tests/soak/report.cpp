@@ -12,22 +12,8 @@ namespace redsync::soak {
 
 namespace {
 
-const char* errc_name(int v) {
-  switch (static_cast<errc>(v)) {
-    case errc::busy: return "busy";
-    case errc::no_quorum: return "no_quorum";
-    case errc::validity_elapsed: return "validity_elapsed";
-    case errc::expired: return "expired";
-    case errc::taken: return "taken";
-    case errc::cancelled: return "cancelled";
-    case errc::deadline_exceeded: return "deadline_exceeded";
-    case errc::lost: return "lost";
-    case errc::not_held: return "not_held";
-    case errc::would_deadlock: return "would_deadlock";
-    case errc::shutting_down: return "shutting_down";
-    case errc::already_held: return "already_held";
-  }
-  return "other";
+std::string_view errc_name(int v) {
+  return to_string(static_cast<errc>(v));
 }
 
 double mib(long long bytes) {
