@@ -1,3 +1,6 @@
+// The redsync error category, names of errors and node statuses, and how a
+// result describes itself.
+
 #include <redsync/error.hpp>
 
 #include <fmt/format.h>

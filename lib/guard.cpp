@@ -1,3 +1,5 @@
+// redsync::guard: lock on construction, release at the end of the scope.
+
 #include <redsync/guard.hpp>
 
 namespace redsync {

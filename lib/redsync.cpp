@@ -1,3 +1,5 @@
+// redsync::Redsync: validates the options, owns the engine, makes mutexes.
+
 #include "redlock/engine.hpp"
 #include "redlock/mutex_state.hpp"
 #include "redlock/options_check.hpp"

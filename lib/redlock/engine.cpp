@@ -1,3 +1,6 @@
+// The engine: the loop, the node pools, node trust and the wake-up listener
+// of one Redsync, and its orderly shutdown.
+
 #include "redlock/engine.hpp"
 
 #include "redlock/options_check.hpp"

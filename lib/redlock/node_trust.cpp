@@ -1,3 +1,6 @@
+// Node trust: the restart guard and the fencing-counter repair, node by node
+// (the argument is in node_trust.hpp).
+
 #include "redlock/node_trust.hpp"
 
 #include "redlock/engine.hpp"

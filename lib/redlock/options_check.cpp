@@ -1,3 +1,6 @@
+// The one validation of every option struct, with messages that name the
+// field and the bad value.
+
 #include "redlock/options_check.hpp"
 
 #include "redlock/quorum.hpp"

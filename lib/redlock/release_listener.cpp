@@ -1,3 +1,6 @@
+// Wake-ups: one pub/sub connection per node, announcing the next waiter in
+// line when a lock is released.
+
 #include "redlock/release_listener.hpp"
 
 #include <algorithm>

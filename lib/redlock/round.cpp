@@ -1,3 +1,6 @@
+// One round: the same command to every node at once, each answer
+// classified, a single report.
+
 #include "redlock/round.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// What each script's answer means, as pure functions of one reply.
+
 #include "redlock/script_answers.hpp"
 
 #include "redlock/quorum.hpp"

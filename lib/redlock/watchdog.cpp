@@ -1,3 +1,5 @@
+// Automatic extension of a held lock and the lost-lock signal.
+
 #include "redlock/watchdog.hpp"
 
 #include "redlock/mutex_state.hpp"

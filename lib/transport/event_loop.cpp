@@ -1,3 +1,6 @@
+// The libuv loop: owned on a background thread, or the application's; post()
+// from any thread.
+
 #include "transport/event_loop.hpp"
 
 #include <uv.h>

@@ -1,3 +1,6 @@
+// One Redis node: a small pool of pipelined connections, routing, and
+// reconnect backoff.
+
 #include "transport/node_pool.hpp"
 
 #include "transport/connection.hpp"

@@ -1,3 +1,6 @@
+// RESP: commands encoded with hiredis' formatter, replies read with its
+// reader into owned values, within an element budget.
+
 #include "transport/resp.hpp"
 
 #include "transport/node_pool.hpp"

@@ -1,3 +1,5 @@
+// SHA-1 (FIPS 180-4), for script ids: what SCRIPT LOAD returns.
+
 #include "util/sha1.hpp"
 
 #include <array>

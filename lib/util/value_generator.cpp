@@ -1,3 +1,5 @@
+// Lock values from the OS CSPRNG.
+
 #include "util/value_generator.hpp"
 
 #include <fcntl.h>
