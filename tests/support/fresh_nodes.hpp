@@ -28,7 +28,11 @@ inline void prime_records(const std::vector<std::string>& uris) {
   redsync::Redsync rs(uris, fresh_nodes());
   // A short expiry: the nodes record the longest expiry any client used,
   // which becomes their restart guard window and repair delay.
-  auto m = rs.new_mutex("redsync-test:prime", {.expiry = std::chrono::milliseconds(300), .tries = 3});
+  // Brand-new nodes vote once their counters were repaired, one repair delay
+  // (about that expiry) after they were first seen: keep trying within the
+  // deadline rather than for a fixed number of tries, which a loaded machine
+  // (sanitizers, parallel builds) can use up first.
+  auto m = rs.new_mutex("redsync-test:prime", {.expiry = std::chrono::milliseconds(300), .tries = 1000});
   auto r = m.lock(redsync::context::timeout(std::chrono::seconds(5)));
   if (!r) throw std::runtime_error("prime_records: " + r.describe());
   (void)m.unlock(redsync::context::timeout(std::chrono::seconds(5)));
