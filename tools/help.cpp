@@ -21,7 +21,8 @@ Nodes (all commands):
                          unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
                          else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
 
-Durations: 0, or a number with a unit: 250ms, 8s, 1.5s, 2m.
+Durations: 0, a number of seconds (5, 1.5), or a number with a unit:
+250ms, 8s, 2m, 10h; at most 7 days.
 
 Exit statuses:
   0..255  lock: the command's own status (128+N if signal N killed it)
@@ -69,7 +70,9 @@ Options:
                          lock's validity; default 5s
   -q, --quiet            do not report a failure to acquire or to release
                          (lost locks and errors are always reported)
-  -v, --verbose          report each node's outcome of acquire and release
+  -v, --verbose          report each node's outcome of acquire and release,
+                         and forwarded signals. -q and -v count against
+                         each other: -qv is the default
   -h, --help             this help
 
 COMMAND runs in a process group of its own. If the lock is lost while it

@@ -167,7 +167,7 @@ class lock_run {
       print_err(fmt::format("lock \"{}\" lost while running: {}", cfg_.name, r.describe()));
       return exit_status::lost;
     }
-    if (!r && !cfg_.quiet) {
+    if (!r && !cfg_.quiet()) {
       print_err(fmt::format("could not release lock \"{}\" (it expires within --ttl): {}", cfg_.name,
                             r.describe()));
     }
@@ -217,14 +217,14 @@ class lock_run {
     }
     if (!*r) {
       const int status = failure_status(*r, rs_.quorum());
-      if (!cfg_.quiet) {
+      if (!cfg_.quiet()) {
         print_err(fmt::format("could not acquire lock \"{}\"{}: {}", cfg_.name,
                               status == exit_status::unavailable ? " (nodes unreachable)" : "",
                               r->describe()));
       }
       return status;
     }
-    if (cfg_.verbose) {
+    if (cfg_.verbose()) {
       print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, mutex_.token().value,
                             r->describe()));
     }
@@ -245,7 +245,7 @@ class lock_run {
           const signal_role role = role_of(s->number);
           if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
           child.signal(s->number);
-          if (cfg_.verbose) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
+          if (cfg_.verbose()) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
         }
       }
       if (ready.b) ev_->wake.drain();
@@ -303,7 +303,7 @@ class lock_run {
 
   result release() {
     result r = mutex_.unlock(context{});
-    if (cfg_.verbose) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
+    if (cfg_.verbose()) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
     return r;
   }
 

@@ -22,14 +22,25 @@ struct lock_config {
   bool fail_fast = false;                                ///< --fail-fast
   bool restart_guard = true;                   ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
-  bool quiet = false;                          ///< --quiet / -q
-  bool verbose = false;                        ///< --verbose / -v
-  std::vector<std::string> command;            ///< after "--", non-empty
+  /// Each -v adds one, each -q takes one away: < 0 quiet, 0 default,
+  /// > 0 verbose.
+  int verbosity = 0;
+  std::vector<std::string> command;  ///< after "--", non-empty
+
+  bool quiet() const { return verbosity < 0; }
+  bool verbose() const { return verbosity > 0; }
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
-/// argument: an unknown option, a bad value, a missing NAME, a missing "--" or
-/// an empty command.
+/// argument in the tool's own terms: an unknown option, a bad value, a --ttl
+/// too short for the library's rules, a missing NAME, a missing "--" or an
+/// empty command.
 lock_config parse_lock_config(std::span<char* const> args);
+
+/// The smallest --ttl the library accepts with `drift_factor`: it must
+/// exceed the drift allowance (ttl * drift_factor + 2 ms) plus the per-node
+/// command timeout (ttl / 20, at least 1 ms). Throws usage_error naming the
+/// option when `ttl` is not above it.
+void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_view ttl_text);
 
 }  // namespace redsync::cli

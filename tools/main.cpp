@@ -39,7 +39,9 @@
 #include <cstdio>
 #include <exception>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #ifndef REDSYNC_CLI_VERSION
 #define REDSYNC_CLI_VERSION "unknown"
@@ -51,6 +53,27 @@ using namespace redsync::cli;
 
 void print_help(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+// The library's configuration errors name its fields; the user typed
+// options. The tool checks its options before handing them on, so this is a
+// safety net for a rule it does not know about.
+std::string in_tool_terms(std::string message) {
+  constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"mutex_options.expiry", "--ttl"},
+      {"mutex_options.tries", "--tries"},
+      {"mutex_options.drift_factor", "--drift-factor"},
+      {"mutex_options.auto_extend_interval", "the extension interval (--ttl / 3)"},
+      {"mutex name", "lock NAME"},
+      {"node_options", "--nodes"},
+  };
+  for (const auto& [field, option] : names) {
+    for (auto at = message.find(field); at != std::string::npos;
+         at = message.find(field, at + option.size())) {
+      message.replace(at, field.size(), option);
+    }
+  }
+  return message;
 }
 
 void print_error(std::string_view message) {
@@ -106,7 +129,7 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return exit_status::usage;
   } catch (const redsync::config_error& e) {
-    print_error(e.what());
+    print_error(in_tool_terms(e.what()));
     return exit_status::usage;
   } catch (const std::exception& e) {
     print_error(fmt::format("internal error: {}", e.what()));

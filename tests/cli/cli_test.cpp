@@ -417,7 +417,13 @@ TEST_SUITE("cli") {
     };
     const std::vector<bad_case> cases{
         {{"lock", n, "--ttl", "8x", "cli-bad", "--", "true"}, "redsync: --ttl: invalid duration \"8x\""},
-        {{"lock", n, "--wait=5h", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"5h\""},
+        {{"lock", n, "--wait=5x", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"5x\""},
+        {{"lock", n, "--wait=8d", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"8d\""},
+        {{"lock", n, "--ttl", "1ms", "cli-bad", "--", "true"},
+         "redsync: --ttl 1ms is too short: it must exceed the clock-drift allowance"},
+        {{"lock", n, "--drift-factor", "0.96", "cli-bad", "--", "true"},
+         "redsync: --ttl 8s (the default) is too short: "},
+        {{"lock", n, "-vx", "cli-bad", "--", "true"}, "redsync: unknown option \"-x\" in \"-vx\""},
         {{"lock", n, "--kill-grace", "-1s", "cli-bad", "--", "true"},
          "redsync: --kill-grace: invalid duration \"-1s\""},
         {{"lock", n, "--retry-delay", "1.5ms", "cli-bad", "--", "true"},
