@@ -29,9 +29,15 @@ Exit statuses:
   0       status: a quorum of nodes answered; ping: all nodes up
   1       ping: some nodes down, a quorum up
   64      usage or configuration error
-  69      too few nodes reachable for a quorum
+  69      lock: too few nodes reachable or voting for a quorum (down,
+          timing out, or not voting yet: restart guard, unverified);
+          status/ping: fewer than a quorum of nodes answered
   70      internal error
-  75      lock: could not acquire within --wait / --tries (held elsewhere)
+  75      lock: held by another holder (not acquired within --wait/--tries)
+  76      lock: nodes answer every attempt with an error retrying cannot
+          fix (WRONGTYPE, READONLY, ...), too many for a quorum
+  77      lock: authentication or permission refused (NOAUTH, WRONGPASS,
+          NOPERM) by too many nodes for a quorum
   79      lock: the lock was lost while the command ran
   126     lock: the command cannot be executed
   127     lock: the command was not found
@@ -68,12 +74,24 @@ Options:
   --kill-grace DURATION  SIGKILL the command's group this long after
                          SIGTERM (lost lock, leftovers), but never past the
                          lock's validity; default 5s
-  -q, --quiet            do not report a failure to acquire or to release
-                         (lost locks and errors are always reported)
+  --report-every DURATION
+                         while waiting, say why on stderr after
+                         min(2s, DURATION) and then every DURATION;
+                         0 = never; default 10s
+  -q, --quiet            do not report waiting, or a failure to acquire or
+                         to release (lost locks and errors are always
+                         reported)
   -v, --verbose          report each node's outcome of acquire and release,
-                         and forwarded signals. -q and -v count against
-                         each other: -qv is the default
+                         and forwarded signals; -vv also each node's
+                         detail in the waiting reports. -q and -v count
+                         against each other: -qv is the default
   -h, --help             this help
+
+While it waits, redsync checks once a second why (one extra attempt, which
+takes the lock if it is free and no one is ahead in line). It gives up at
+once, whatever --wait says, when two checks in a row find more nodes than
+a quorum can spare refusing the credentials or permissions (exit 77) or
+answering with errors retrying cannot fix (exit 76).
 
 COMMAND runs in a process group of its own. If the lock is lost while it
 runs, the group gets SIGTERM (then SIGKILL after --kill-grace, or just
@@ -91,10 +109,12 @@ SIGWINCH and SIGCONT makes redsync give up and exit with 128+N. From an
 interactive shell, COMMAND's group gets the terminal (foreground) while it
 runs; Ctrl-Z is not supported (a stopped COMMAND is resumed).
 
-Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable;
-70 internal error; 75 not acquired within --wait / --tries; 79 lock lost
-while running; 126 COMMAND not executable; 127 COMMAND not found; 128+N
-interrupted by signal N while acquiring.
+Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable
+or voting; 70 internal error; 75 held by another holder (not acquired within
+--wait / --tries); 76 nodes answer errors retrying cannot fix; 77
+authentication or permission refused; 79 lock lost while running; 126
+COMMAND not executable; 127 COMMAND not found; 128+N interrupted by signal N
+while acquiring.
 )";
 
 const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME

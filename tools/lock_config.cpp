@@ -16,7 +16,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 12> lock_options{{
+constexpr std::array<option_spec, 13> lock_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -26,6 +26,7 @@ constexpr std::array<option_spec, 12> lock_options{{
     {"fail-fast", 0, false},
     {"no-restart-guard", 0, false},
     {"kill-grace", 0, true},
+    {"report-every", 0, true},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
@@ -99,6 +100,9 @@ lock_config parse_lock_config(std::span<char* const> argv) {
   if (const std::string* v = args.last("tries")) cfg.tries = parse_int("--tries", *v, 1, INT_MAX);
   if (const std::string* v = args.last("retry-delay")) cfg.retry_delay = parse_duration("--retry-delay", *v);
   if (const std::string* v = args.last("kill-grace")) cfg.kill_grace = parse_duration("--kill-grace", *v);
+  if (const std::string* v = args.last("report-every")) {
+    cfg.report_every = parse_duration("--report-every", *v);
+  }
   cfg.fail_fast = args.has("fail-fast");
   // The restart guard keeps freshly started nodes out of the quorum; a
   // throw-away test cluster may turn it off (also via the environment, so a

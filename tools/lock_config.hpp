@@ -22,8 +22,11 @@ struct lock_config {
   bool fail_fast = false;                                ///< --fail-fast
   bool restart_guard = true;                   ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
+  /// --report-every: while waiting, say why on stderr this often (the first
+  /// time after min(2s, this)); 0 = never. Default 10s.
+  std::chrono::milliseconds report_every{10'000};
   /// Each -v adds one, each -q takes one away: < 0 quiet, 0 default,
-  /// > 0 verbose.
+  /// 1 verbose, 2 (-vv) also each node's detail in the waiting reports.
   int verbosity = 0;
   std::vector<std::string> command;  ///< after "--", non-empty
 

@@ -6,18 +6,27 @@
 //   redsync help | --help | -h ; redsync --version
 //
 // Exit statuses (also in `redsync --help`). They sit in the sysexits(3)
-// range, which ordinary commands rarely use, or follow the shell convention:
+// range, which ordinary commands rarely use, or follow the shell convention;
+// each failure that needs a different remedy has its own:
 //   0..255  lock: the command's own status; 128+N if signal N killed it
 //   0       status: a quorum of nodes answered; ping: every node is up
 //   1       ping: some nodes are down, but a quorum is up
 //   64      usage or configuration error (EX_USAGE): a bad option, value,
 //           duration or node URI; the message names it
 //   69      nodes unavailable (EX_UNAVAILABLE): lock could not acquire
-//           because too few nodes were reachable for a quorum; status/ping:
-//           fewer than a quorum of nodes answered
+//           because too few nodes were reachable or voting for a quorum
+//           (down, timing out, held back by the restart guard, unverified,
+//           loading); status/ping: fewer than a quorum of nodes answered.
+//           Waiting longer may help.
 //   70      internal error (EX_SOFTWARE)
-//   75      lock could not be acquired within --wait / --tries: it is held
-//           elsewhere (EX_TEMPFAIL)
+//   75      lock could not be acquired within --wait / --tries because
+//           another holder has it (EX_TEMPFAIL): try again later
+//   76      lock: nodes answer every attempt with an error retrying cannot
+//           fix (WRONGTYPE, READONLY, ...), on more nodes than a quorum can
+//           spare (EX_PROTOCOL): an operator must fix the nodes
+//   77      lock: authentication or permission refused (NOAUTH, WRONGPASS,
+//           NOPERM) by more nodes than a quorum can spare (EX_NOPERM): fix
+//           the credentials or the ACL
 //   79      the lock was lost while the command ran, or was about to run out
 //           with no extension (the tool stopped); the command's process
 //           group was sent SIGTERM (then SIGKILL after --kill-grace, or

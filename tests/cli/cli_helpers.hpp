@@ -32,6 +32,8 @@ inline const int restart_guard_off = setenv("REDSYNC_RESTART_GUARD", "0", 1);
 inline constexpr int usage_status = 64;
 inline constexpr int unavailable_status = 69;
 inline constexpr int not_acquired_status = 75;
+inline constexpr int node_errors_status = 76;
+inline constexpr int refused_status = 77;
 inline constexpr int lost_status = 79;
 
 inline std::string nodes_arg(const cluster& c) {

@@ -36,7 +36,9 @@ TEST_SUITE("cli") {
     auto qv = run_cli({"lock", "-qv", "--wait", "0", nodes_arg(nodes), "cli-dur", "--", "true"}, dir.path());
     INFO(show(qv));
     CHECK(qv.status == not_acquired_status);
-    CHECK(contains(qv.err, "redsync: could not acquire lock \"cli-dur\""));
+    CHECK(contains(qv.err,
+                   "redsync: could not acquire lock \"cli-dur\" in one try (--wait 0): held by another "
+                   "holder on 3/3 nodes"));
     CHECK_FALSE(contains(qv.err, "acquired lock"));
     auto q = run_cli({"lock", "-q", "--wait", "0", nodes_arg(nodes), "cli-dur", "--", "true"}, dir.path());
     CHECK(q.status == not_acquired_status);

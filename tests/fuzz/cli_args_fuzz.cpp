@@ -35,7 +35,7 @@ using namespace redsync::cli;
 using redsync::fuzz::check;
 
 // The options of lock, status and ping together, with short forms.
-constexpr std::array<option_spec, 14> all_options{{
+constexpr std::array<option_spec, 15> all_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -47,6 +47,7 @@ constexpr std::array<option_spec, 14> all_options{{
     {"kill-grace", 0, true},
     {"value", 0, true},
     {"timeout", 0, true},
+    {"report-every", 0, true},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
@@ -101,6 +102,7 @@ void fuzz_lock(std::span<char* const> argv) {
   if (cfg.wait) check_duration(*cfg.wait);
   if (cfg.retry_delay) check_duration(*cfg.retry_delay);
   check_duration(cfg.kill_grace);
+  check_duration(cfg.report_every);
   if (cfg.tries) check(*cfg.tries >= 1, "lock: --tries below 1 accepted");
   if (cfg.drift_factor) {
     check(std::isfinite(*cfg.drift_factor) && *cfg.drift_factor >= 0 && *cfg.drift_factor < 1,
