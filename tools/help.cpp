@@ -11,8 +11,10 @@ Commands:
   lock [OPTIONS] NAME -- COMMAND [ARGS...]
                  acquire NAME, run COMMAND while holding it, release it
   status [OPTIONS] NAME
-                 show what every node holds for NAME
-  ping [OPTIONS] PING every node, with round-trip times
+                 show what every node holds for NAME, who holds it, and
+                 which nodes do not vote yet
+  ping [OPTIONS] PING every node, with round-trip times and whether its
+                 vote counts yet
   help [COMMAND] this help, or a command's (also: redsync COMMAND --help)
   --version      print the version
 
@@ -36,8 +38,8 @@ Exit statuses:
   75      lock: held by another holder (not acquired within --wait/--tries)
   76      lock: nodes answer every attempt with an error retrying cannot
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
-  77      lock: authentication or permission refused (NOAUTH, WRONGPASS,
-          NOPERM) by too many nodes for a quorum
+  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM)
+          by too many nodes for a quorum
   79      lock: the lock was lost while the command ran
   126     lock: the command cannot be executed
   127     lock: the command was not found
@@ -52,7 +54,8 @@ with COMMAND's status (128+N if signal N killed it).
 
 COMMAND gets these environment variables:
   REDSYNC_LOCK_NAME      the lock name
-  REDSYNC_LOCK_VALUE     this holder's random value (see redsync status)
+  REDSYNC_LOCK_VALUE     this holder's value: who asked for the lock, from
+                         where and when, and random bytes (see redsync status)
   REDSYNC_FENCING_TOKEN  the fencing token of this acquisition
   REDSYNC_NODES          the node URIs, comma-separated
 
@@ -120,31 +123,51 @@ while acquiring.
 const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME
 
 For every node: whether the key NAME exists, its remaining time to live and
-its value, and whether it is ours (equal to --value, or to
-$REDSYNC_LOCK_VALUE, which redsync lock sets for its command); then a summary.
+its value, whether it is ours (equal to --value, or to $REDSYNC_LOCK_VALUE,
+which redsync lock sets for its command), and whether the node's vote
+counts yet (see redsync ping --help). Then who holds it: for a value
+redsync lock made, the user, host and pid of that run and since when it
+asked for the lock (it may have waited before it got it); "an unknown
+holder" for other values. Then a summary.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --value VALUE          the value that counts as ours
   --timeout DURATION     per-node connect and reply timeout; default 1s
+  --ttl DURATION         judge votes as redsync lock --ttl DURATION would
+                         (its restart-guard window); default 8s
+  --json                 print one JSON object instead
   -h, --help             this help
 
 Exit statuses: 0 a quorum of nodes answered; 64 usage error; 69 fewer than a
-quorum answered.
+quorum answered; 77 authentication refused by too many nodes for a quorum.
 )";
 
 const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]
 
 PING every node; print each node's round-trip time in microseconds, or why
-it is down, then how many are up.
+it is down, and whether its vote counts yet; then how many are up and how
+many vote.
+
+A node that is up may not vote yet: with no redsync record of its current
+server run (brand-new, restarted, replaced or flushed) it votes once a
+client has repaired the record, about one guard window after a client first
+meets it; after that, the restart guard keeps it out until the guard window
+(the longest --ttl used on it, or --ttl below if longer) has passed since it
+was first seen so: ping says for how long. A node that cannot be identified
+(INFO refused), is a replica or may evict keys never votes.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --timeout DURATION     per-node connect and reply timeout; default 1s
+  --ttl DURATION         judge votes as redsync lock --ttl DURATION would
+                         (its restart-guard window); default 8s
+  --json                 print one JSON object instead
   -h, --help             this help
 
-Exit statuses: 0 all nodes up; 1 some down but a quorum up; 64 usage error;
-69 fewer than a quorum up.
+Exit statuses (about reachability; the votes are shown): 0 all nodes up;
+1 some down but a quorum up; 64 usage error; 69 fewer than a quorum up;
+77 authentication refused by too many nodes for a quorum.
 )";
 
 }  // namespace redsync::cli

@@ -31,6 +31,7 @@
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
+#include "holder_value.hpp"
 #include "lock_run.hpp"
 
 #include <fmt/format.h>
@@ -75,6 +76,8 @@ mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<l
   }
   if (cfg.drift_factor) mo.drift_factor = *cfg.drift_factor;
   mo.fail_fast = cfg.fail_fast;
+  // Values that say who holds the lock, for `redsync status`.
+  mo.value_generator = make_holder_value;
   mo.auto_extend = true;
   mo.on_lost = [ev](const result& r) {
     {

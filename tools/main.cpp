@@ -24,7 +24,7 @@
 //   76      lock: nodes answer every attempt with an error retrying cannot
 //           fix (WRONGTYPE, READONLY, ...), on more nodes than a quorum can
 //           spare (EX_PROTOCOL): an operator must fix the nodes
-//   77      lock: authentication or permission refused (NOAUTH, WRONGPASS,
+//   77      authentication or permission refused (NOAUTH, WRONGPASS,
 //           NOPERM) by more nodes than a quorum can spare (EX_NOPERM): fix
 //           the credentials or the ACL
 //   79      the lock was lost while the command ran, or was about to run out

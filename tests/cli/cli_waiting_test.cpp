@@ -68,6 +68,15 @@ TEST_SUITE("cli") {
       CHECK_FALSE(contains(o.err, "unauthenticated"));
     }
     CHECK_FALSE(read_file(dir.file("ran")).has_value());
+
+    auto ping = run_cli({"ping", none}, dir.path(), 10s);
+    INFO(show(ping));
+    CHECK(ping.status == refused_status);
+    CHECK(contains(ping.out, nodes.addresses()[0] + ": down (NOAUTH: the server requires a password"));
+    auto status = run_cli({"status", none, "cli-noauth"}, dir.path(), 10s);
+    INFO(show(status));
+    CHECK(status.status == refused_status);
+    CHECK(contains(status.out, "0/3 nodes answered"));
   }
 
   TEST_CASE(

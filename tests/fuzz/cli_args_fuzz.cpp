@@ -35,7 +35,7 @@ using namespace redsync::cli;
 using redsync::fuzz::check;
 
 // The options of lock, status and ping together, with short forms.
-constexpr std::array<option_spec, 15> all_options{{
+constexpr std::array<option_spec, 16> all_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -48,6 +48,7 @@ constexpr std::array<option_spec, 15> all_options{{
     {"value", 0, true},
     {"timeout", 0, true},
     {"report-every", 0, true},
+    {"json", 0, false},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
