@@ -9,7 +9,12 @@ independent Redis masters.
 
 Commands:
   lock [OPTIONS] NAME -- COMMAND [ARGS...]
-                 acquire NAME, run COMMAND while holding it, release it
+  lock [OPTIONS] NAME -c STRING
+                 acquire NAME, run COMMAND (or STRING with /bin/sh -c)
+                 while holding it, release it
+  lock [OPTIONS] NAME
+                 acquire NAME, print its value and token, hold it until
+                 SIGINT or SIGTERM, release it
   status [OPTIONS] NAME
                  show what every node holds for NAME, who holds it, and
                  which nodes do not vote yet
@@ -28,7 +33,8 @@ Durations: 0, a number of seconds (5, 1.5), or a number with a unit:
 
 Exit statuses:
   0..255  lock: the command's own status (128+N if signal N killed it)
-  0       status: a quorum of nodes answered; ping: all nodes up
+  0       lock without a command: released after a signal; status: a
+          quorum of nodes answered; ping: all nodes up
   1       ping: some nodes down, a quorum up
   64      usage or configuration error
   69      lock: too few nodes reachable or voting for a quorum (down,
@@ -40,17 +46,26 @@ Exit statuses:
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
   77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM)
           by too many nodes for a quorum
-  79      lock: the lock was lost while the command ran
+  79      lock: the lock was lost while the command ran (or while held)
   126     lock: the command cannot be executed
   127     lock: the command was not found
   128+N   lock: interrupted by signal N while acquiring
 )";
 
 const std::string_view lock_help = R"(Usage: redsync lock [OPTIONS] NAME -- COMMAND [ARGS...]
+       redsync lock [OPTIONS] NAME -c STRING
+       redsync lock [OPTIONS] NAME
 
 Acquire the lock NAME, run COMMAND while holding it (the lock is extended
 automatically while COMMAND runs), release it when COMMAND exits, and exit
-with COMMAND's status (128+N if signal N killed it).
+with COMMAND's status (128+N if signal N killed it). With -c, COMMAND is
+/bin/sh -c STRING, as with flock -c.
+
+Without a command (hold mode), print REDSYNC_LOCK_NAME=...,
+REDSYNC_LOCK_VALUE=... and REDSYNC_FENCING_TOKEN=... on stdout, one per
+line (quoted for the shell where needed), hold the lock (extended automatically) until SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1, SIGUSR2 or SIGALRM, release it and exit 0 (79 if it was
+lost meanwhile).
 
 COMMAND gets these environment variables:
   REDSYNC_LOCK_NAME      the lock name
@@ -81,6 +96,7 @@ Options:
                          while waiting, say why on stderr after
                          min(2s, DURATION) and then every DURATION;
                          0 = never; default 10s
+  -c, --command STRING   run STRING with /bin/sh -c instead of COMMAND
   -q, --quiet            do not report waiting, or a failure to acquire or
                          to release (lost locks and errors are always
                          reported)
@@ -112,12 +128,12 @@ SIGWINCH and SIGCONT makes redsync give up and exit with 128+N. From an
 interactive shell, COMMAND's group gets the terminal (foreground) while it
 runs; Ctrl-Z is not supported (a stopped COMMAND is resumed).
 
-Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable
-or voting; 70 internal error; 75 held by another holder (not acquired within
---wait / --tries); 76 nodes answer errors retrying cannot fix; 77
-authentication or permission refused; 79 lock lost while running; 126
-COMMAND not executable; 127 COMMAND not found; 128+N interrupted by signal N
-while acquiring.
+Exit statuses: COMMAND's status (hold mode: 0 once released); 64 usage
+error; 69 too few nodes reachable or voting; 70 internal error; 75 held by
+another holder (not acquired within --wait / --tries); 76 nodes answer
+errors retrying cannot fix; 77 authentication or permission refused; 79
+lock lost while running or held; 126 COMMAND not executable; 127 COMMAND
+not found; 128+N interrupted by signal N while acquiring.
 )";
 
 const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME

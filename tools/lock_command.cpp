@@ -1,6 +1,7 @@
 // `redsync lock NAME -- COMMAND...`: acquire (lock_acquire.cpp), run the
 // command while the library's watchdog keeps the lock extended, release, and
-// exit with the command's status.
+// exit with the command's status. Without a command (hold mode), print the
+// lock's value and token, hold it until a signal, release it.
 //
 // The process group: the command runs in its own group, led by a supervisor
 // process (supervisor.hpp), so that a lost lock, the command's exit and the
@@ -89,6 +90,23 @@ mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<l
   return mo;
 }
 
+// `s` as a word the shell reads back as `s`: as is when it holds only
+// characters no shell treats specially, else in single quotes.
+std::string shell_word(std::string_view s) {
+  const bool plain = !s.empty() && s.find_first_not_of(
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789%+,-./:=@_") == std::string_view::npos;
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
 }  // namespace
 
 void print_err(const std::string& line) {
@@ -108,7 +126,7 @@ int lock_run::run() {
   if (int status = acquire(); status >= 0) return status;
   // Each acquisition has its own lost token; bump the eventfd when it stops.
   std::stop_callback on_lost_token(held().lost_token(), [ev = ev_] { ev->wake.notify(); });
-  return run_command();
+  return cfg_.hold() ? hold() : run_command();
 }
 
 int lock_run::run_command() {
@@ -139,6 +157,35 @@ int lock_run::run_command() {
   return released != exit_status::ok ? released : child->shell_status();
 }
 
+// Hold mode: the lock is the product. Print what a script needs to use it
+// (as shell assignments it can source), keep it extended until a signal
+// asks for the release, release it.
+int lock_run::hold() {
+  Mutex& m = held();
+  fmt::print("REDSYNC_LOCK_NAME={}\nREDSYNC_LOCK_VALUE={}\nREDSYNC_FENCING_TOKEN={}\n", shell_word(cfg_.name),
+             shell_word(m.value()), m.token().value);
+  std::fflush(stdout);
+  if (cfg_.verbose()) print_err(fmt::format("holding lock \"{}\" until SIGINT or SIGTERM", cfg_.name));
+  for (;;) {
+    const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
+    if (ready.a) {
+      while (auto s = signals_.read()) {
+        if (role_of(s->number) != signal_role::forward_or_interrupt) continue;
+        if (cfg_.verbose()) {
+          print_err(fmt::format("{}: releasing lock \"{}\"", signal_name(s->number), cfg_.name));
+        }
+        return release_after_use();
+      }
+    }
+    if (ready.b) ev_->wake.drain();
+    if (lost_now()) {
+      print_err(fmt::format("lock \"{}\" lost while held: {}", cfg_.name, lost_reason()));
+      release();
+      return exit_status::lost;
+    }
+  }
+}
+
 // Waits for the child, forwarding signals, passing each new validity end
 // on to the supervisor and reacting to a loss. Returns true if the lock was
 // lost while the child ran. The library has no extension callback, so
@@ -153,7 +200,7 @@ bool lock_run::supervise(child_process& child) {
         const signal_role role = role_of(s->number);
         if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
         child.signal(s->number);
-        if (cfg_.verbose()) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
+        if (cfg_.verbose()) print_err(fmt::format("forwarded {} to the command", signal_name(s->number)));
       }
     }
     if (ready.b) ev_->wake.drain();
@@ -220,7 +267,8 @@ result lock_run::release() {
 int lock_run::release_after_use() {
   const result r = release();
   if (!r && (r.error == errc::expired || r.error == errc::taken || held().lost())) {
-    print_err(fmt::format("lock \"{}\" lost while running: {}", cfg_.name, r.describe()));
+    print_err(fmt::format("lock \"{}\" lost while {}: {}", cfg_.name, cfg_.hold() ? "held" : "running",
+                          r.describe()));
     return exit_status::lost;
   }
   if (!r && !cfg_.quiet()) {

@@ -16,7 +16,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 13> lock_options{{
+constexpr std::array<option_spec, 14> lock_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -27,6 +27,7 @@ constexpr std::array<option_spec, 13> lock_options{{
     {"no-restart-guard", 0, false},
     {"kill-grace", 0, true},
     {"report-every", 0, true},
+    {"command", 'c', true},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
@@ -68,19 +69,28 @@ lock_config parse_lock_config(std::span<char* const> argv) {
     return cfg;
   }
   if (args.positionals.empty()) throw usage_error("lock: missing lock NAME");
-  if (!args.has_separator) {
-    if (args.positionals.size() > 1) {
+  const std::string* shell_command = args.last("command");
+  if (args.positionals.size() > 1) {
+    if (!args.has_separator && shell_command == nullptr) {
       throw usage_error(fmt::format("lock: missing \"--\" before the command \"{}\"", args.positionals[1]));
     }
-    throw usage_error("lock: missing \"--\" and the command to run");
-  }
-  if (args.positionals.size() > 1) {
     throw usage_error(fmt::format("lock: unexpected argument \"{}\" (only one NAME)", args.positionals[1]));
   }
-  if (args.after_separator.empty()) throw usage_error("lock: missing command after \"--\"");
+  if (args.has_separator && shell_command != nullptr) {
+    throw usage_error("lock: give the command either after \"--\" or with -c, not both");
+  }
+  if (args.has_separator && args.after_separator.empty()) {
+    throw usage_error("lock: missing command after \"--\"");
+  }
+  if (shell_command != nullptr && shell_command->empty()) throw usage_error("-c: empty command");
   cfg.name = args.positionals[0];
   if (cfg.name.empty()) throw usage_error("lock: empty lock NAME");
-  cfg.command = args.after_separator;
+  // As flock -c: one string for the shell. Without a command: hold mode.
+  if (shell_command != nullptr) {
+    cfg.command = {"/bin/sh", "-c", *shell_command};
+  } else {
+    cfg.command = args.after_separator;
+  }
   cfg.nodes = resolve_nodes(args);
 
   if (const std::string* v = args.last("drift-factor")) {

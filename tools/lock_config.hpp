@@ -28,16 +28,19 @@ struct lock_config {
   /// Each -v adds one, each -q takes one away: < 0 quiet, 0 default,
   /// 1 verbose, 2 (-vv) also each node's detail in the waiting reports.
   int verbosity = 0;
-  std::vector<std::string> command;  ///< after "--", non-empty
+  /// What to run: the arguments after "--", or {"/bin/sh", "-c", STRING} for
+  /// -c STRING; empty = hold mode (hold the lock until a signal).
+  std::vector<std::string> command;
 
   bool quiet() const { return verbosity < 0; }
   bool verbose() const { return verbosity > 0; }
+  bool hold() const { return command.empty(); }
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
 /// argument in the tool's own terms: an unknown option, a bad value, a --ttl
-/// too short for the library's rules, a missing NAME, a missing "--" or an
-/// empty command.
+/// too short for the library's rules, a missing NAME, a command given both
+/// after "--" and with -c, an empty command.
 lock_config parse_lock_config(std::span<char* const> args);
 
 /// The smallest --ttl the library accepts with `drift_factor`: it must

@@ -1,7 +1,7 @@
 // One run of `redsync lock`, from acquiring to releasing. The phases live in
 // their own files: lock_acquire.cpp (acquiring, and saying on stderr why it
-// takes long or cannot succeed), lock_command.cpp (the command and the
-// release).
+// takes long or cannot succeed), lock_command.cpp (the command, or hold mode
+// without one, and the release).
 //
 // Threads: the main thread (which owns the child and every signal) and the
 // library's loop thread (which completes the calls and reports a loss). The
@@ -39,7 +39,7 @@ void print_err(const std::string& line);
 class lock_run {
  public:
   explicit lock_run(const lock_config& cfg);
-  /// Acquires, runs the command, releases; returns the exit status.
+  /// Acquires, runs the command (or holds), releases; returns the exit status.
   int run();
 
  private:
@@ -51,6 +51,7 @@ class lock_run {
 
   // lock_command.cpp
   int run_command();
+  int hold();
   bool supervise(child_process& child);
   void report_enforced(const child_process::deadline_enforcement& e, bool lost_reported);
   bool lost_now();

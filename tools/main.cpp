@@ -1,6 +1,8 @@
 // redsync: a distributed flock(1) over Redlock.
 //
 //   redsync lock [options] NAME -- COMMAND [ARGS...]
+//   redsync lock [options] NAME -c STRING
+//   redsync lock [options] NAME            (hold mode: until a signal)
 //   redsync status [options] NAME
 //   redsync ping [options]
 //   redsync help | --help | -h ; redsync --version
@@ -9,7 +11,8 @@
 // range, which ordinary commands rarely use, or follow the shell convention;
 // each failure that needs a different remedy has its own:
 //   0..255  lock: the command's own status; 128+N if signal N killed it
-//   0       status: a quorum of nodes answered; ping: every node is up
+//   0       lock in hold mode: released after a signal; status: a quorum
+//           of nodes answered; ping: every node is up
 //   1       ping: some nodes are down, but a quorum is up
 //   64      usage or configuration error (EX_USAGE): a bad option, value,
 //           duration or node URI; the message names it
@@ -27,10 +30,11 @@
 //   77      authentication or permission refused (NOAUTH, WRONGPASS,
 //           NOPERM) by more nodes than a quorum can spare (EX_NOPERM): fix
 //           the credentials or the ACL
-//   79      the lock was lost while the command ran, or was about to run out
-//           with no extension (the tool stopped); the command's process
-//           group was sent SIGTERM (then SIGKILL after --kill-grace, or
-//           just before the lock's validity ended)
+//   79      the lock was lost while the command ran (or while held in hold
+//           mode), or was about to run out with no extension (the tool
+//           stopped); the command's process group was sent SIGTERM (then
+//           SIGKILL after --kill-grace, or just before the lock's validity
+//           ended)
 //   126     the command exists but cannot be executed
 //   127     the command was not found
 //   128+N   lock: the tool was interrupted by signal N while acquiring
