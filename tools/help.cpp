@@ -123,10 +123,13 @@ SIGKILL, the group gets the same (Linux PR_SET_PDEATHSIG).
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and
 SIGCONT sent to redsync are forwarded to COMMAND's group; SIGPIPE, SIGTSTP,
-SIGTTIN and SIGTTOU are ignored. While acquiring, any forwarded one except
-SIGWINCH and SIGCONT makes redsync give up and exit with 128+N. From an
-interactive shell, COMMAND's group gets the terminal (foreground) while it
-runs; Ctrl-Z is not supported (a stopped COMMAND is resumed).
+SIGTTIN and SIGTTOU are ignored. If COMMAND ignores a forwarded signal (as a
+command started in the background by a non-interactive shell ignores SIGINT
+and SIGQUIT), redsync says so: COMMAND keeps running and the lock stays
+held. While acquiring, any forwarded one except SIGWINCH and SIGCONT makes
+redsync give up and exit with 128+N. From an interactive shell, COMMAND's
+group gets the terminal (foreground) while it runs; Ctrl-Z is not
+supported (a stopped COMMAND is resumed).
 
 Exit statuses: COMMAND's status (hold mode: 0 once released); 64 usage
 error; 69 too few nodes reachable or voting; 70 internal error; 75 held by

@@ -200,7 +200,7 @@ bool lock_run::supervise(child_process& child) {
         const signal_role role = role_of(s->number);
         if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
         child.signal(s->number);
-        if (cfg_.verbose()) print_err(fmt::format("forwarded {} to the command", signal_name(s->number)));
+        if (role == signal_role::forward_or_interrupt) report_forwarded(child, s->number);
       }
     }
     if (ready.b) ev_->wake.drain();
@@ -218,6 +218,27 @@ bool lock_run::supervise(child_process& child) {
     }
   }
   return lost;
+}
+
+// A signal forwarded to the command's group says nothing about what the
+// command did with it. One that ignores it (as a command started in the
+// background by a non-interactive shell ignores SIGINT and SIGQUIT) goes on
+// running and keeps the lock held: say so, and how to end it.
+void lock_run::report_forwarded(const child_process& child, int sig) const {
+  if (!child.command_ignores(sig)) {
+    if (cfg_.verbose())
+      print_err(fmt::format("forwarded {} to the command's process group", signal_name(sig)));
+    return;
+  }
+  if (cfg_.quiet()) return;
+  std::string how = fmt::format("to end it, send SIGTERM to redsync (kill -TERM {})", ::getpid());
+  if (sig == SIGTERM || child.command_ignores(SIGTERM)) {
+    how = fmt::format("it ignores SIGTERM too: to end it, kill -KILL -{} (its process group)", child.group());
+  }
+  print_err(fmt::format(
+      "forwarded {} to the command's process group, but the command (pid {}) ignores it, so it is still "
+      "running and lock \"{}\" stays held until it exits; {}",
+      signal_name(sig), child.command_pid(), cfg_.name, how));
 }
 
 // What the supervisor did on its own as the lock's validity ran out.

@@ -53,6 +53,7 @@ class lock_run {
   int run_command();
   int hold();
   bool supervise(child_process& child);
+  void report_forwarded(const child_process& child, int sig) const;
   void report_enforced(const child_process::deadline_enforcement& e, bool lost_reported);
   bool lost_now();
   std::string lost_reason();

@@ -1,7 +1,8 @@
 // The ways to run `redsync lock` besides `-- COMMAND`: hold mode (no
 // command: print the lock, hold it until a signal), a shell string (-c, as
-// in flock); and arguments as operators type them (bare seconds, hours,
-// combined short flags, errors in the tool's terms).
+// in flock); arguments as operators type them (bare seconds, hours,
+// combined short flags, errors in the tool's terms); and what the tool says
+// when the command ignores a signal it forwards.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -122,5 +123,39 @@ TEST_SUITE("cli") {
     CHECK(q.err.empty());
     { std::ofstream(dir.file("go")) << "go\n"; }
     CHECK(holder.wait(10s).status == 0);
+  }
+
+  TEST_CASE("cli: a forwarded SIGINT that the command ignores is reported as such, not as acted upon") {
+    cluster nodes(3);
+    temp_dir dir;
+    kill_leftovers cleanup{{dir.file("pid")}};
+    // As a command started in the background by a non-interactive shell:
+    // SIGINT ignored.
+    cli_process p({"lock", "-v", nodes_arg(nodes), "cli-ignores-int", "--", "sh", "-c",
+                   "trap '' INT; echo $$ > pid; while [ ! -f go ]; do sleep 0.01; done"},
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 10s));
+    p.signal(SIGINT);
+    REQUIRE(wait_until([&] { return contains(p.err_so_far(), "ignores it"); }, 5s));
+    const std::string err = p.err_so_far();
+    INFO(err);
+    CHECK(contains(err, "redsync: forwarded SIGINT to the command's process group, but the command (pid " +
+                            std::to_string(*pid_in(dir.file("pid"))) +
+                            ") ignores it, so it is still running"));
+    CHECK(contains(err,
+                   "lock \"cli-ignores-int\" stays held until it exits; to end it, send SIGTERM to redsync "
+                   "(kill -TERM " +
+                       std::to_string(p.pid()) + ")"));
+    CHECK_FALSE(contains(err, "forwarded INT to the command\n"));
+    // It still runs, and so does the tool, holding the lock.
+    CHECK_FALSE(process_gone(*pid_in(dir.file("pid"))));
+    CHECK_FALSE(p.exited());
+    CHECK(nodes_holding(nodes, "cli-ignores-int") == 3);
+
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    auto o = p.wait(10s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    CHECK(nodes_holding(nodes, "cli-ignores-int") == 0);
   }
 }  // TEST_SUITE
