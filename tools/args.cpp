@@ -41,6 +41,12 @@ bool parsed_args::has(std::string_view name) const {
   return last(name) != nullptr;
 }
 
+int parsed_args::count(std::string_view name) const {
+  int n = 0;
+  for (const auto& option : options) n += option.first == name ? 1 : 0;
+  return n;
+}
+
 const std::string* parsed_args::last(std::string_view name) const {
   const std::string* found = nullptr;
   for (const auto& [n, v] : options) {
@@ -62,33 +68,50 @@ parsed_args parse_args(std::span<char* const> args, std::span<const option_spec>
       out.positionals.emplace_back(arg);
       continue;
     }
-    const option_spec* spec = nullptr;
-    std::string_view inline_value;
-    bool has_inline = false;
+    // A value comes from "--name=VALUE", from the rest of a short-flag
+    // cluster ("-cCMD"), or else from the next argument.
+    const auto take_value = [&](const option_spec& spec, std::string_view rest, bool has_rest) {
+      if (has_rest) {
+        out.options.emplace_back(spec.long_name, std::string(rest));
+      } else if (i + 1 < args.size()) {
+        out.options.emplace_back(spec.long_name, std::string(args[++i]));
+      } else {
+        throw usage_error(fmt::format("--{}: missing value", spec.long_name));
+      }
+    };
     if (arg.starts_with("--")) {
       std::string_view name = arg.substr(2);
+      std::string_view inline_value;
+      bool has_inline = false;
       if (auto eq = name.find('='); eq != std::string_view::npos) {
         inline_value = name.substr(eq + 1);
         name = name.substr(0, eq);
         has_inline = true;
       }
-      spec = find_long(specs, name);
-    } else if (arg.size() == 2) {
-      spec = find_short(specs, arg[1]);
-    }
-    if (spec == nullptr) throw usage_error(fmt::format("unknown option \"{}\"", arg));
-    const std::string display = fmt::format("--{}", spec->long_name);
-    if (!spec->takes_value) {
-      if (has_inline) throw usage_error(fmt::format("{}: takes no value", display));
-      out.options.emplace_back(spec->long_name, std::string());
+      const option_spec* spec = find_long(specs, name);
+      if (spec == nullptr) throw usage_error(fmt::format("unknown option \"{}\"", arg));
+      if (spec->takes_value) {
+        take_value(*spec, inline_value, has_inline);
+      } else if (has_inline) {
+        throw usage_error(fmt::format("--{}: takes no value", spec->long_name));
+      } else {
+        out.options.emplace_back(spec->long_name, std::string());
+      }
       continue;
     }
-    if (has_inline) {
-      out.options.emplace_back(spec->long_name, std::string(inline_value));
-    } else if (i + 1 < args.size()) {
-      out.options.emplace_back(spec->long_name, std::string(args[++i]));
-    } else {
-      throw usage_error(fmt::format("{}: missing value", display));
+    // Short flags, alone or combined as getopt(3) does: "-vv", "-qv", and a
+    // flag that takes a value ends the cluster ("-qc CMD", "-cCMD").
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      const option_spec* spec = find_short(specs, arg[k]);
+      if (spec == nullptr) {
+        if (arg.size() == 2) throw usage_error(fmt::format("unknown option \"{}\"", arg));
+        throw usage_error(fmt::format("unknown option \"-{}\" in \"{}\"", arg[k], arg));
+      }
+      if (spec->takes_value) {
+        take_value(*spec, arg.substr(k + 1), k + 1 < arg.size());
+        break;
+      }
+      out.options.emplace_back(spec->long_name, std::string());
     }
   }
   return out;
@@ -96,8 +119,8 @@ parsed_args parse_args(std::span<char* const> args, std::span<const option_spec>
 
 std::chrono::milliseconds parse_duration(std::string_view what, std::string_view text) {
   const auto invalid = [&](std::string_view why) {
-    return usage_error(fmt::format("{}: invalid duration \"{}\"{}{} (use e.g. 250ms, 8s, 1.5s, 2m)", what,
-                                   text, why.empty() ? "" : ": ", why));
+    return usage_error(fmt::format("{}: invalid duration \"{}\"{}{} (use e.g. 5, 250ms, 8s, 1.5s, 2m, 10h)",
+                                   what, text, why.empty() ? "" : ": ", why));
   };
   if (text == "0") return std::chrono::milliseconds{0};
   std::size_t i = 0;
@@ -112,13 +135,15 @@ std::chrono::milliseconds parse_duration(std::string_view what, std::string_view
   }
   if (whole.empty() || whole.size() > 9 || fraction.size() > 9) throw invalid("");
   const std::string_view unit = text.substr(i);
-  std::int64_t scale = 0;  // milliseconds per unit
-  if (unit == "ms") {
-    scale = 1;
-  } else if (unit == "s") {
+  std::int64_t scale = 0;             // milliseconds per unit
+  if (unit.empty() || unit == "s") {  // a bare number is seconds, as sleep(1) and timeout(1) read it
     scale = 1000;
+  } else if (unit == "ms") {
+    scale = 1;
   } else if (unit == "m") {
     scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
   } else {
     throw invalid("");
   }

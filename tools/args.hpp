@@ -39,18 +39,23 @@ struct parsed_args {
 
   /// True if the flag or option `name` was given.
   bool has(std::string_view name) const;
+  /// How many times the flag or option `name` was given ("-vv" is twice).
+  int count(std::string_view name) const;
   /// The value of the last `name` option, or nullptr.
   const std::string* last(std::string_view name) const;
 };
 
 /// Splits `args` (the arguments after the command name) by `specs`. Options
-/// may appear anywhere before "--". Throws usage_error for an unknown option,
-/// a missing value or a value given to a flag.
+/// may appear anywhere before "--". Short flags combine as with getopt(3):
+/// "-vv", "-qv"; one that takes a value ends the cluster and takes its rest
+/// ("-cCMD") or the next argument ("-qc CMD"). Throws usage_error for an
+/// unknown option, a missing value or a value given to a flag.
 parsed_args parse_args(std::span<char* const> args, std::span<const option_spec> specs);
 
-/// Parses `0`, `250ms`, `8s`, `1.5s`, `2m`. `what` names the option in the
-/// error, e.g. "--ttl". Rejects negative values, other units, values that are
-/// not a whole number of milliseconds, and absurdly large values.
+/// Parses `0`, `250ms`, `8s`, `1.5s`, `2m`, `10h`, and a bare number of
+/// seconds (`5`, `0.5`). `what` names the option in the error, e.g. "--ttl".
+/// Rejects negative values, other units, values that are not a whole number
+/// of milliseconds, and values over 7 days.
 std::chrono::milliseconds parse_duration(std::string_view what, std::string_view text);
 
 /// Parses a decimal integer in [min, max].

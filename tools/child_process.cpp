@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -147,7 +148,8 @@ std::pair<std::optional<child_process>, int> child_process::spawn(
   }
   // What follows is read once the supervisor was reaped, without waiting.
   ::fcntl(report[0], F_SETFL, ::fcntl(report[0], F_GETFL) | O_NONBLOCK);
-  return {child_process(pid, report[0], deadline[1], options.take_terminal, options.valid_until), 0};
+  return {child_process(pid, first.value, report[0], deadline[1], options.take_terminal, options.valid_until),
+          0};
 }
 
 child_process::~child_process() {
@@ -176,6 +178,26 @@ void child_process::terminate_group() noexcept {
   // Should the supervisor not take the message, the SIGTERM at least goes
   // out; its deadline still brings the SIGKILL.
   if (!send_deadline(deadline_lost)) signal(SIGTERM);
+}
+
+bool child_process::command_ignores(int sig) const noexcept {
+  if (status_ || command_pid_ <= 0 || sig < 1 || sig > 64) return false;
+  // "SigIgn:\t0000000000000006": bit N-1 set when signal N is ignored.
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(command_pid_));
+  std::FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char line[256];
+  bool ignored = false;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long long mask = 0;
+    if (std::sscanf(line, "SigIgn: %llx", &mask) == 1) {
+      ignored = (mask >> (sig - 1)) & 1U;
+      break;
+    }
+  }
+  std::fclose(f);
+  return ignored;
 }
 
 void child_process::signal(int sig) const noexcept {

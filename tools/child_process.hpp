@@ -50,6 +50,7 @@ class child_process {
 
   child_process(child_process&& other) noexcept
       : pid_(std::exchange(other.pid_, -1)),
+        command_pid_(std::exchange(other.command_pid_, -1)),
         report_fd_(std::exchange(other.report_fd_, -1)),
         deadline_fd_(std::exchange(other.deadline_fd_, -1)),
         take_terminal_(other.take_terminal_),
@@ -63,6 +64,12 @@ class child_process {
 
   /// The supervisor's pid, which is also the process group id.
   pid_t group() const noexcept { return pid_; }
+  /// The command's pid (the supervisor's child).
+  pid_t command_pid() const noexcept { return command_pid_; }
+  /// True if the command, while it runs, ignores `sig` (SIG_IGN, as
+  /// /proc/PID/status shows it): sending it `sig` does nothing. False once
+  /// it has exited, or when that cannot be read.
+  bool command_ignores(int sig) const noexcept;
   /// True once try_wait() has reaped the supervisor: the command and every
   /// process of its group that stayed in it have exited.
   bool exited() const noexcept { return status_.has_value(); }
@@ -94,9 +101,10 @@ class child_process {
   const deadline_enforcement& enforced() const noexcept { return enforced_; }
 
  private:
-  child_process(pid_t pid, int report_fd, int deadline_fd, bool take_terminal,
+  child_process(pid_t pid, pid_t command_pid, int report_fd, int deadline_fd, bool take_terminal,
                 std::chrono::steady_clock::time_point until)
       : pid_(pid),
+        command_pid_(command_pid),
         report_fd_(report_fd),
         deadline_fd_(deadline_fd),
         take_terminal_(take_terminal),
@@ -104,6 +112,7 @@ class child_process {
   bool send_deadline(long long value) noexcept;
 
   pid_t pid_ = -1;
+  pid_t command_pid_ = -1;
   int report_fd_ = -1;
   int deadline_fd_ = -1;  // write end of the deadline pipe, non-blocking
   bool take_terminal_ = false;

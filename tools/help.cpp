@@ -9,10 +9,17 @@ independent Redis masters.
 
 Commands:
   lock [OPTIONS] NAME -- COMMAND [ARGS...]
-                 acquire NAME, run COMMAND while holding it, release it
+  lock [OPTIONS] NAME -c STRING
+                 acquire NAME, run COMMAND (or STRING with /bin/sh -c)
+                 while holding it, release it
+  lock [OPTIONS] NAME
+                 acquire NAME, print its value and token, hold it until
+                 SIGINT or SIGTERM, release it
   status [OPTIONS] NAME
-                 show what every node holds for NAME
-  ping [OPTIONS] PING every node, with round-trip times
+                 show what every node holds for NAME, who holds it, and
+                 which nodes do not vote yet
+  ping [OPTIONS] PING every node, with round-trip times and whether its
+                 vote counts yet
   help [COMMAND] this help, or a command's (also: redsync COMMAND --help)
   --version      print the version
 
@@ -21,31 +28,49 @@ Nodes (all commands):
                          unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
                          else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
 
-Durations: 0, or a number with a unit: 250ms, 8s, 1.5s, 2m.
+Durations: 0, a number of seconds (5, 1.5), or a number with a unit:
+250ms, 8s, 2m, 10h; at most 7 days.
 
 Exit statuses:
   0..255  lock: the command's own status (128+N if signal N killed it)
-  0       status: a quorum of nodes answered; ping: all nodes up
+  0       lock without a command: released after a signal; status: a
+          quorum of nodes answered; ping: all nodes up
   1       ping: some nodes down, a quorum up
   64      usage or configuration error
-  69      too few nodes reachable for a quorum
+  69      lock: too few nodes reachable or voting for a quorum (down,
+          timing out, or not voting yet: restart guard, unverified);
+          status/ping: fewer than a quorum of nodes answered
   70      internal error
-  75      lock: could not acquire within --wait / --tries (held elsewhere)
-  79      lock: the lock was lost while the command ran
+  75      lock: held by another holder (not acquired within --wait/--tries)
+  76      lock: nodes answer every attempt with an error retrying cannot
+          fix (WRONGTYPE, READONLY, ...), too many for a quorum
+  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM)
+          by too many nodes for a quorum
+  79      lock: the lock was lost while the command ran (or while held)
   126     lock: the command cannot be executed
   127     lock: the command was not found
   128+N   lock: interrupted by signal N while acquiring
 )";
 
 const std::string_view lock_help = R"(Usage: redsync lock [OPTIONS] NAME -- COMMAND [ARGS...]
+       redsync lock [OPTIONS] NAME -c STRING
+       redsync lock [OPTIONS] NAME
 
 Acquire the lock NAME, run COMMAND while holding it (the lock is extended
 automatically while COMMAND runs), release it when COMMAND exits, and exit
-with COMMAND's status (128+N if signal N killed it).
+with COMMAND's status (128+N if signal N killed it). With -c, COMMAND is
+/bin/sh -c STRING, as with flock -c.
+
+Without a command (hold mode), print REDSYNC_LOCK_NAME=...,
+REDSYNC_LOCK_VALUE=... and REDSYNC_FENCING_TOKEN=... on stdout, one per
+line (quoted for the shell where needed), hold the lock (extended automatically) until SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1, SIGUSR2 or SIGALRM, release it and exit 0 (79 if it was
+lost meanwhile).
 
 COMMAND gets these environment variables:
   REDSYNC_LOCK_NAME      the lock name
-  REDSYNC_LOCK_VALUE     this holder's random value (see redsync status)
+  REDSYNC_LOCK_VALUE     this holder's value: who asked for the lock, from
+                         where and when, and random bytes (see redsync status)
   REDSYNC_FENCING_TOKEN  the fencing token of this acquisition
   REDSYNC_NODES          the node URIs, comma-separated
 
@@ -67,10 +92,25 @@ Options:
   --kill-grace DURATION  SIGKILL the command's group this long after
                          SIGTERM (lost lock, leftovers), but never past the
                          lock's validity; default 5s
-  -q, --quiet            do not report a failure to acquire or to release
-                         (lost locks and errors are always reported)
-  -v, --verbose          report each node's outcome of acquire and release
+  --report-every DURATION
+                         while waiting, say why on stderr after
+                         min(2s, DURATION) and then every DURATION;
+                         0 = never; default 10s
+  -c, --command STRING   run STRING with /bin/sh -c instead of COMMAND
+  -q, --quiet            do not report waiting, or a failure to acquire or
+                         to release (lost locks and errors are always
+                         reported)
+  -v, --verbose          report each node's outcome of acquire and release,
+                         and forwarded signals; -vv also each node's
+                         detail in the waiting reports. -q and -v count
+                         against each other: -qv is the default
   -h, --help             this help
+
+While it waits, redsync checks once a second why (one extra attempt, which
+takes the lock if it is free and no one is ahead in line). It gives up at
+once, whatever --wait says, when two checks in a row find more nodes than
+a quorum can spare refusing the credentials or permissions (exit 77) or
+answering with errors retrying cannot fix (exit 76).
 
 COMMAND runs in a process group of its own. If the lock is lost while it
 runs, the group gets SIGTERM (then SIGKILL after --kill-grace, or just
@@ -83,45 +123,70 @@ SIGKILL, the group gets the same (Linux PR_SET_PDEATHSIG).
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and
 SIGCONT sent to redsync are forwarded to COMMAND's group; SIGPIPE, SIGTSTP,
-SIGTTIN and SIGTTOU are ignored. While acquiring, any forwarded one except
-SIGWINCH and SIGCONT makes redsync give up and exit with 128+N. From an
-interactive shell, COMMAND's group gets the terminal (foreground) while it
-runs; Ctrl-Z is not supported (a stopped COMMAND is resumed).
+SIGTTIN and SIGTTOU are ignored. If COMMAND ignores a forwarded signal (as a
+command started in the background by a non-interactive shell ignores SIGINT
+and SIGQUIT), redsync says so: COMMAND keeps running and the lock stays
+held. While acquiring, any forwarded one except SIGWINCH and SIGCONT makes
+redsync give up and exit with 128+N. From an interactive shell, COMMAND's
+group gets the terminal (foreground) while it runs; Ctrl-Z is not
+supported (a stopped COMMAND is resumed).
 
-Exit statuses: COMMAND's status; 64 usage error; 69 too few nodes reachable;
-70 internal error; 75 not acquired within --wait / --tries; 79 lock lost
-while running; 126 COMMAND not executable; 127 COMMAND not found; 128+N
-interrupted by signal N while acquiring.
+Exit statuses: COMMAND's status (hold mode: 0 once released); 64 usage
+error; 69 too few nodes reachable or voting; 70 internal error; 75 held by
+another holder (not acquired within --wait / --tries); 76 nodes answer
+errors retrying cannot fix; 77 authentication or permission refused; 79
+lock lost while running or held; 126 COMMAND not executable; 127 COMMAND
+not found; 128+N interrupted by signal N while acquiring.
 )";
 
 const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME
 
 For every node: whether the key NAME exists, its remaining time to live and
-its value, and whether it is ours (equal to --value, or to
-$REDSYNC_LOCK_VALUE, which redsync lock sets for its command); then a summary.
+its value, whether it is ours (equal to --value, or to $REDSYNC_LOCK_VALUE,
+which redsync lock sets for its command), and whether the node's vote
+counts yet (see redsync ping --help). Then who holds it: for a value
+redsync lock made, the user, host and pid of that run and since when it
+asked for the lock (it may have waited before it got it); "an unknown
+holder" for other values. Then a summary.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --value VALUE          the value that counts as ours
   --timeout DURATION     per-node connect and reply timeout; default 1s
+  --ttl DURATION         judge votes as redsync lock --ttl DURATION would
+                         (its restart-guard window); default 8s
+  --json                 print one JSON object instead
   -h, --help             this help
 
 Exit statuses: 0 a quorum of nodes answered; 64 usage error; 69 fewer than a
-quorum answered.
+quorum answered; 77 authentication refused by too many nodes for a quorum.
 )";
 
 const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]
 
 PING every node; print each node's round-trip time in microseconds, or why
-it is down, then how many are up.
+it is down, and whether its vote counts yet; then how many are up and how
+many vote.
+
+A node that is up may not vote yet: with no redsync record of its current
+server run (brand-new, restarted, replaced or flushed) it votes once a
+client has repaired the record, about one guard window after a client first
+meets it; after that, the restart guard keeps it out until the guard window
+(the longest --ttl used on it, or --ttl below if longer) has passed since it
+was first seen so: ping says for how long. A node that cannot be identified
+(INFO refused), is a replica or may evict keys never votes.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --timeout DURATION     per-node connect and reply timeout; default 1s
+  --ttl DURATION         judge votes as redsync lock --ttl DURATION would
+                         (its restart-guard window); default 8s
+  --json                 print one JSON object instead
   -h, --help             this help
 
-Exit statuses: 0 all nodes up; 1 some down but a quorum up; 64 usage error;
-69 fewer than a quorum up.
+Exit statuses (about reachability; the votes are shown): 0 all nodes up;
+1 some down but a quorum up; 64 usage error; 69 fewer than a quorum up;
+77 authentication refused by too many nodes for a quorum.
 )";
 
 }  // namespace redsync::cli

@@ -1,11 +1,7 @@
-// `redsync lock NAME -- COMMAND...`: acquire, run the command while the
-// library's watchdog keeps the lock extended, release, and exit with the
-// command's status.
-//
-// Threads: the main thread (which owns the child and every signal) and the
-// library's loop thread (which completes the acquisition and reports a loss).
-// The loop thread only stores an outcome and bumps an eventfd; the main
-// thread waits in poll() on that eventfd and on a signalfd.
+// `redsync lock NAME -- COMMAND...`: acquire (lock_acquire.cpp), run the
+// command while the library's watchdog keeps the lock extended, release, and
+// exit with the command's status. Without a command (hold mode), print the
+// lock's value and token, hold it until a signal, release it.
 //
 // The process group: the command runs in its own group, led by a supervisor
 // process (supervisor.hpp), so that a lost lock, the command's exit and the
@@ -33,15 +29,11 @@
 // stopped command, so the supervisor resumes a command stopped by SIGTSTP and
 // the tool ignores SIGTSTP itself.
 
-#include "child_process.hpp"
 #include "commands.hpp"
-#include "deadline.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
-#include "lock_config.hpp"
-#include "wakeups.hpp"
-
-#include <redsync/redsync.hpp>
+#include "holder_value.hpp"
+#include "lock_run.hpp"
 
 #include <fmt/format.h>
 
@@ -52,9 +44,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <stop_token>
 
 namespace redsync::cli {
@@ -62,19 +51,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// What the loop thread hands to the main thread.
-struct loop_events {
-  notifier wake;
-  std::mutex mu;
-  std::optional<result> acquired;          // outcome of lock_async / try_lock_async
-  std::optional<std::string> lost_reason;  // set by on_lost
-};
-
-void print_err(const std::string& line) {
-  std::fputs(("redsync: " + line + "\n").c_str(), stderr);
-  std::fflush(stderr);
-}
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
@@ -101,6 +77,8 @@ mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<l
   }
   if (cfg.drift_factor) mo.drift_factor = *cfg.drift_factor;
   mo.fail_fast = cfg.fail_fast;
+  // Values that say who holds the lock, for `redsync status`.
+  mo.value_generator = make_holder_value;
   mo.auto_extend = true;
   mo.on_lost = [ev](const result& r) {
     {
@@ -112,211 +90,214 @@ mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<l
   return mo;
 }
 
-// Why an acquisition failed, as an exit status: unavailable when the nodes
-// that could not be reached (or timed out) leave too few for a quorum,
-// not_acquired otherwise (busy, validity elapsed, deadline with nodes up).
-int failure_status(const result& r, std::size_t quorum) {
-  if (r.error == errc::busy || r.error == errc::validity_elapsed) return exit_status::not_acquired;
-  std::size_t down = 0;
-  for (const auto& n : r.nodes) {
-    if (n.status == node_status::unreachable || n.status == node_status::timeout) ++down;
-  }
-  if (!r.nodes.empty() && r.nodes.size() - down < quorum) return exit_status::unavailable;
-  return exit_status::not_acquired;
+// `s` as a word the shell reads back as `s`: as is when it holds only
+// characters no shell treats specially, else in single quotes.
+std::string shell_word(std::string_view s) {
+  const bool plain = !s.empty() && s.find_first_not_of(
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789%+,-./:=@_") == std::string_view::npos;
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
-class lock_run {
- public:
-  explicit lock_run(const lock_config& cfg)
-      : cfg_(cfg),
-        margins_(
-            margins_for(cfg.ttl, cfg.drift_factor.value_or(mutex_options{}.drift_factor), cfg.kill_grace)),
-        ev_(std::make_shared<loop_events>()),
-        rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard}),
-        mutex_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
-
-  int run() {
-    if (int status = acquire(); status >= 0) return status;
-    // Each acquisition has its own lost token; bump the eventfd when it stops.
-    std::stop_callback on_lost_token(mutex_.lost_token(), [ev = ev_] { ev->wake.notify(); });
-
-    auto [child, err] = child_process::spawn(cfg_.command,
-                                             {{"REDSYNC_LOCK_NAME", cfg_.name},
-                                              {"REDSYNC_LOCK_VALUE", mutex_.value()},
-                                              {"REDSYNC_FENCING_TOKEN", std::to_string(mutex_.token().value)},
-                                              {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
-                                             spawn_options{.kill_grace = cfg_.kill_grace,
-                                                           .valid_until = mutex_.until(),
-                                                           .margins = margins_,
-                                                           .take_terminal = in_terminal_foreground()});
-    if (!child) {
-      print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
-      release();
-      return err == ENOENT || err == ENOTDIR ? exit_status::not_found : exit_status::cannot_execute;
-    }
-    const bool lost = supervise(*child);
-    if (child->enforced().acted()) report_enforced(child->enforced(), lost);
-    if (lost || child->enforced().acted()) {
-      // Clear our value from the nodes that still have it; the lock is gone,
-      // or was about to go with the command still running.
-      release();
-      return exit_status::lost;
-    }
-    const result r = release();
-    if (!r && (r.error == errc::expired || r.error == errc::taken || mutex_.lost())) {
-      print_err(fmt::format("lock \"{}\" lost while running: {}", cfg_.name, r.describe()));
-      return exit_status::lost;
-    }
-    if (!r && !cfg_.quiet) {
-      print_err(fmt::format("could not release lock \"{}\" (it expires within --ttl): {}", cfg_.name,
-                            r.describe()));
-    }
-    return child->shell_status();
-  }
-
- private:
-  // Returns -1 once the lock is held, else the exit status.
-  int acquire() {
-    std::stop_source stop;
-    const bool one_try = cfg_.wait && cfg_.wait->count() == 0;
-    context ctx = cfg_.wait && !one_try ? context::timeout(*cfg_.wait) : context{};
-    ctx = ctx.with(stop.get_token());
-    auto done = [ev = ev_](result r) {
-      {
-        std::lock_guard lk(ev->mu);
-        ev->acquired = std::move(r);
-      }
-      ev->wake.notify();
-    };
-    if (one_try) {
-      mutex_.try_lock_async(ctx, std::move(done));
-    } else {
-      mutex_.lock_async(ctx, std::move(done));
-    }
-
-    int interrupted_by = 0;
-    std::optional<result> r;
-    while (!r) {
-      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
-      if (ready.a) {
-        while (auto s = signals_.read()) {
-          if (role_of(s->number) != signal_role::forward_or_interrupt || interrupted_by != 0) continue;
-          interrupted_by = s->number;
-          stop.request_stop();
-        }
-      }
-      if (ready.b) {
-        ev_->wake.drain();
-        std::lock_guard lk(ev_->mu);
-        r = std::move(ev_->acquired);
-      }
-    }
-    if (interrupted_by != 0) {
-      if (*r) release();
-      return exit_status::signal_base + interrupted_by;
-    }
-    if (!*r) {
-      const int status = failure_status(*r, rs_.quorum());
-      if (!cfg_.quiet) {
-        print_err(fmt::format("could not acquire lock \"{}\"{}: {}", cfg_.name,
-                              status == exit_status::unavailable ? " (nodes unreachable)" : "",
-                              r->describe()));
-      }
-      return status;
-    }
-    if (cfg_.verbose) {
-      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, mutex_.token().value,
-                            r->describe()));
-    }
-    return -1;
-  }
-
-  // Waits for the child, forwarding signals, passing each new validity end
-  // on to the supervisor and reacting to a loss. Returns true if the lock was
-  // lost while the child ran. The library has no extension callback, so
-  // until() is read every margins_.poll (deadline.hpp counts with that).
-  bool supervise(child_process& child) {
-    bool lost = false;
-    const milliseconds poll = std::chrono::ceil<milliseconds>(margins_.poll);
-    while (!child.try_wait()) {
-      const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), poll);
-      if (ready.a) {
-        while (auto s = signals_.read()) {
-          const signal_role role = role_of(s->number);
-          if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
-          child.signal(s->number);
-          if (cfg_.verbose) print_err(fmt::format("forwarded {} to the command", sigabbrev_np(s->number)));
-        }
-      }
-      if (ready.b) ev_->wake.drain();
-      if (lost || child.try_wait()) continue;
-      // until() first: a value read before the loss was reported came from
-      // an extension that counted (none made after the loss changes it).
-      const steady_clock::time_point until = mutex_.until();
-      if (lost_now()) {
-        lost = true;
-        child.terminate_group();
-        print_err(
-            fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM to the command's process group",
-                        cfg_.name, lost_reason()));
-      } else {
-        child.extend_deadline(until);
-      }
-    }
-    return lost;
-  }
-
-  // What the supervisor did on its own as the lock's validity ran out.
-  void report_enforced(const child_process::deadline_enforcement& e, bool lost_reported) {
-    auto when = [](milliseconds before) {
-      return before.count() >= 0 ? fmt::format("{} ms before", before.count())
-                                 : fmt::format("{} ms after", -before.count());
-    };
-    std::string done = "the supervisor sent ";
-    if (e.term_before) {
-      done += fmt::format("SIGTERM to the command's process group {} ", when(*e.term_before));
-      if (e.kill_before) done += fmt::format("and SIGKILL {} ", when(*e.kill_before));
-    } else {
-      done += fmt::format("SIGKILL to the command's process group {} ", when(*e.kill_before));
-    }
-    done += "the lock's validity ended";
-    if (!e.term_before) done += ", before --kill-grace ran out";
-    if (lost_reported) {
-      print_err(fmt::format("lock \"{}\": {}", cfg_.name, done));
-      return;
-    }
-    print_err(fmt::format("lock \"{}\" lost while running: not extended in time; {}", cfg_.name, done));
-  }
-
-  bool lost_now() {
-    {
-      std::lock_guard lk(ev_->mu);
-      if (ev_->lost_reason) return true;
-    }
-    return mutex_.lost();
-  }
-
-  std::string lost_reason() {
-    std::lock_guard lk(ev_->mu);
-    return ev_->lost_reason.value_or(make_error_code(errc::lost).message());
-  }
-
-  result release() {
-    result r = mutex_.unlock(context{});
-    if (cfg_.verbose) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
-    return r;
-  }
-
-  const lock_config& cfg_;
-  const deadline_margins margins_;
-  // Before the Redsync: its loop thread must inherit the blocked signals.
-  signal_channel signals_;
-  std::shared_ptr<loop_events> ev_;
-  Redsync rs_;
-  Mutex mutex_;
-};
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
 
 }  // namespace
+
+void print_err(const std::string& line) {
+  std::fputs(("redsync: " + line + "\n").c_str(), stderr);
+  std::fflush(stderr);
+}
+
+lock_run::lock_run(const lock_config& cfg)
+    : cfg_(cfg),
+      margins_(margins_for(cfg.ttl, cfg.drift_factor.value_or(mutex_options{}.drift_factor), cfg.kill_grace)),
+      ev_(std::make_shared<loop_events>()),
+      rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard}),
+      main_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))),
+      checker_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
+
+int lock_run::run() {
+  if (int status = acquire(); status >= 0) return status;
+  // Each acquisition has its own lost token; bump the eventfd when it stops.
+  std::stop_callback on_lost_token(held().lost_token(), [ev = ev_] { ev->wake.notify(); });
+  return cfg_.hold() ? hold() : run_command();
+}
+
+int lock_run::run_command() {
+  Mutex& m = held();
+  auto [child, err] = child_process::spawn(cfg_.command,
+                                           {{"REDSYNC_LOCK_NAME", cfg_.name},
+                                            {"REDSYNC_LOCK_VALUE", m.value()},
+                                            {"REDSYNC_FENCING_TOKEN", std::to_string(m.token().value)},
+                                            {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
+                                           spawn_options{.kill_grace = cfg_.kill_grace,
+                                                         .valid_until = m.until(),
+                                                         .margins = margins_,
+                                                         .take_terminal = in_terminal_foreground()});
+  if (!child) {
+    print_err(fmt::format("cannot run \"{}\": {}", cfg_.command[0], std::strerror(err)));
+    release();
+    return err == ENOENT || err == ENOTDIR ? exit_status::not_found : exit_status::cannot_execute;
+  }
+  const bool lost = supervise(*child);
+  if (child->enforced().acted()) report_enforced(child->enforced(), lost);
+  if (lost || child->enforced().acted()) {
+    // Clear our value from the nodes that still have it; the lock is gone,
+    // or was about to go with the command still running.
+    release();
+    return exit_status::lost;
+  }
+  const int released = release_after_use();
+  return released != exit_status::ok ? released : child->shell_status();
+}
+
+// Hold mode: the lock is the product. Print what a script needs to use it
+// (as shell assignments it can source), keep it extended until a signal
+// asks for the release, release it.
+int lock_run::hold() {
+  Mutex& m = held();
+  fmt::print("REDSYNC_LOCK_NAME={}\nREDSYNC_LOCK_VALUE={}\nREDSYNC_FENCING_TOKEN={}\n", shell_word(cfg_.name),
+             shell_word(m.value()), m.token().value);
+  std::fflush(stdout);
+  if (cfg_.verbose()) print_err(fmt::format("holding lock \"{}\" until SIGINT or SIGTERM", cfg_.name));
+  for (;;) {
+    const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
+    if (ready.a) {
+      while (auto s = signals_.read()) {
+        if (role_of(s->number) != signal_role::forward_or_interrupt) continue;
+        if (cfg_.verbose()) {
+          print_err(fmt::format("{}: releasing lock \"{}\"", signal_name(s->number), cfg_.name));
+        }
+        return release_after_use();
+      }
+    }
+    if (ready.b) ev_->wake.drain();
+    if (lost_now()) {
+      print_err(fmt::format("lock \"{}\" lost while held: {}", cfg_.name, lost_reason()));
+      release();
+      return exit_status::lost;
+    }
+  }
+}
+
+// Waits for the child, forwarding signals, passing each new validity end
+// on to the supervisor and reacting to a loss. Returns true if the lock was
+// lost while the child ran. The library has no extension callback, so
+// until() is read every margins_.poll (deadline.hpp counts with that).
+bool lock_run::supervise(child_process& child) {
+  bool lost = false;
+  const milliseconds poll = std::chrono::ceil<milliseconds>(margins_.poll);
+  while (!child.try_wait()) {
+    const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), poll);
+    if (ready.a) {
+      while (auto s = signals_.read()) {
+        const signal_role role = role_of(s->number);
+        if (role != signal_role::forward && role != signal_role::forward_or_interrupt) continue;
+        child.signal(s->number);
+        if (role == signal_role::forward_or_interrupt) report_forwarded(child, s->number);
+      }
+    }
+    if (ready.b) ev_->wake.drain();
+    if (lost || child.try_wait()) continue;
+    // until() first: a value read before the loss was reported came from
+    // an extension that counted (none made after the loss changes it).
+    const steady_clock::time_point until = held().until();
+    if (lost_now()) {
+      lost = true;
+      child.terminate_group();
+      print_err(fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM to the command's process group",
+                            cfg_.name, lost_reason()));
+    } else {
+      child.extend_deadline(until);
+    }
+  }
+  return lost;
+}
+
+// A signal forwarded to the command's group says nothing about what the
+// command did with it. One that ignores it (as a command started in the
+// background by a non-interactive shell ignores SIGINT and SIGQUIT) goes on
+// running and keeps the lock held: say so, and how to end it.
+void lock_run::report_forwarded(const child_process& child, int sig) const {
+  if (!child.command_ignores(sig)) {
+    if (cfg_.verbose())
+      print_err(fmt::format("forwarded {} to the command's process group", signal_name(sig)));
+    return;
+  }
+  if (cfg_.quiet()) return;
+  std::string how = fmt::format("to end it, send SIGTERM to redsync (kill -TERM {})", ::getpid());
+  if (sig == SIGTERM || child.command_ignores(SIGTERM)) {
+    how = fmt::format("it ignores SIGTERM too: to end it, kill -KILL -{} (its process group)", child.group());
+  }
+  print_err(fmt::format(
+      "forwarded {} to the command's process group, but the command (pid {}) ignores it, so it is still "
+      "running and lock \"{}\" stays held until it exits; {}",
+      signal_name(sig), child.command_pid(), cfg_.name, how));
+}
+
+// What the supervisor did on its own as the lock's validity ran out.
+void lock_run::report_enforced(const child_process::deadline_enforcement& e, bool lost_reported) {
+  auto when = [](milliseconds before) {
+    return before.count() >= 0 ? fmt::format("{} ms before", before.count())
+                               : fmt::format("{} ms after", -before.count());
+  };
+  std::string done = "the supervisor sent ";
+  if (e.term_before) {
+    done += fmt::format("SIGTERM to the command's process group {} ", when(*e.term_before));
+    if (e.kill_before) done += fmt::format("and SIGKILL {} ", when(*e.kill_before));
+  } else {
+    done += fmt::format("SIGKILL to the command's process group {} ", when(*e.kill_before));
+  }
+  done += "the lock's validity ended";
+  if (!e.term_before) done += ", before --kill-grace ran out";
+  if (lost_reported) {
+    print_err(fmt::format("lock \"{}\": {}", cfg_.name, done));
+    return;
+  }
+  print_err(fmt::format("lock \"{}\" lost while running: not extended in time; {}", cfg_.name, done));
+}
+
+bool lock_run::lost_now() {
+  {
+    std::lock_guard lk(ev_->mu);
+    if (ev_->lost_reason) return true;
+  }
+  return held().lost();
+}
+
+std::string lock_run::lost_reason() {
+  std::lock_guard lk(ev_->mu);
+  return ev_->lost_reason.value_or(make_error_code(errc::lost).message());
+}
+
+result lock_run::release() {
+  result r = held().unlock(context{});
+  if (cfg_.verbose()) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
+  return r;
+}
+
+// The release once the lock served its purpose: lost if the nodes show it
+// ran out under us, else ok (a release that reached too few nodes only
+// leaves keys that expire within --ttl).
+int lock_run::release_after_use() {
+  const result r = release();
+  if (!r && (r.error == errc::expired || r.error == errc::taken || held().lost())) {
+    print_err(fmt::format("lock \"{}\" lost while {}: {}", cfg_.name, cfg_.hold() ? "held" : "running",
+                          r.describe()));
+    return exit_status::lost;
+  }
+  if (!r && !cfg_.quiet()) {
+    print_err(
+        fmt::format("could not release lock \"{}\" (it expires within --ttl): {}", cfg_.name, r.describe()));
+  }
+  return exit_status::ok;
+}
 
 int run_lock(std::span<char* const> args) {
   const lock_config cfg = parse_lock_config(args);

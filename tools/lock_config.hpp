@@ -22,14 +22,31 @@ struct lock_config {
   bool fail_fast = false;                                ///< --fail-fast
   bool restart_guard = true;                   ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
-  bool quiet = false;                          ///< --quiet / -q
-  bool verbose = false;                        ///< --verbose / -v
-  std::vector<std::string> command;            ///< after "--", non-empty
+  /// --report-every: while waiting, say why on stderr this often (the first
+  /// time after min(2s, this)); 0 = never. Default 10s.
+  std::chrono::milliseconds report_every{10'000};
+  /// Each -v adds one, each -q takes one away: < 0 quiet, 0 default,
+  /// 1 verbose, 2 (-vv) also each node's detail in the waiting reports.
+  int verbosity = 0;
+  /// What to run: the arguments after "--", or {"/bin/sh", "-c", STRING} for
+  /// -c STRING; empty = hold mode (hold the lock until a signal).
+  std::vector<std::string> command;
+
+  bool quiet() const { return verbosity < 0; }
+  bool verbose() const { return verbosity > 0; }
+  bool hold() const { return command.empty(); }
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
-/// argument: an unknown option, a bad value, a missing NAME, a missing "--" or
-/// an empty command.
+/// argument in the tool's own terms: an unknown option, a bad value, a --ttl
+/// too short for the library's rules, a missing NAME, a command given both
+/// after "--" and with -c, an empty command.
 lock_config parse_lock_config(std::span<char* const> args);
+
+/// The smallest --ttl the library accepts with `drift_factor`: it must
+/// exceed the drift allowance (ttl * drift_factor + 2 ms) plus the per-node
+/// command timeout (ttl / 20, at least 1 ms). Throws usage_error naming the
+/// option when `ttl` is not above it.
+void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_view ttl_text);
 
 }  // namespace redsync::cli

@@ -47,6 +47,10 @@ probe_reply convert(const redisReply& r) {
       out.integer = r.integer;
       break;
     case REDIS_REPLY_NIL: out.type = probe_reply::kind::nil; break;
+    case REDIS_REPLY_ARRAY:
+      out.type = probe_reply::kind::array;
+      for (std::size_t i = 0; i < r.elements; ++i) out.elements.push_back(convert(*r.element[i]));
+      break;
     default: out.type = probe_reply::kind::other; break;
   }
   return out;
@@ -62,6 +66,10 @@ reply_ptr command(redisContext* c, const std::vector<std::string>& argv) {
   }
   return reply_ptr(
       static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
+}
+
+std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
 }
 
 std::string io_error(const redisContext* c) {
@@ -98,6 +106,7 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
     }
     if (r->type == REDIS_REPLY_ERROR) {
       out.error = argv[0] + ": " + std::string(r->str, r->len);
+      out.refused = argv[0] == "AUTH";
       return;
     }
   }
@@ -119,10 +128,23 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
       return;
     }
     reply_ptr r(static_cast<redisReply*>(raw));
+    if (i == 0) out.first_reply = since(start);
     out.replies.push_back(convert(*r));
   }
-  out.round_trip =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  out.round_trip = since(start);
+  // A server that needs a password refuses every command: that is the
+  // node's answer, not one command's.
+  for (const auto& r : out.replies) {
+    if (r.type == probe_reply::kind::error &&
+        (r.str.starts_with("NOAUTH") || r.str.find("unauthenticated") != std::string::npos)) {
+      out.error =
+          "NOAUTH: the server requires a password; give it in the node URI, "
+          "redis://[USER:]PASSWORD@HOST:PORT";
+      out.refused = true;
+      out.replies.clear();
+      return;
+    }
+  }
   out.up = true;
 }
 

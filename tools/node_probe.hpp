@@ -12,25 +12,31 @@ namespace redsync::cli {
 
 /// One reply, reduced to what the tool prints.
 struct probe_reply {
-  enum class kind { status, error, string, integer, nil, other } type = kind::nil;
-  std::string str;        ///< status, error and string replies
-  long long integer = 0;  ///< integer replies
+  enum class kind { status, error, string, integer, nil, array, other } type = kind::nil;
+  std::string str;                    ///< status, error and string replies
+  long long integer = 0;              ///< integer replies
+  std::vector<probe_reply> elements;  ///< array replies
 };
 
 /// What one node answered.
 struct probe_result {
-  std::string address;               ///< "host:port" or "unix:/path", as the library prints it
-  bool up = false;                   ///< connected, authenticated and answered every command
-  std::string error;                 ///< why not, when !up
+  std::string address;  ///< "host:port" or "unix:/path", as the library prints it
+  bool up = false;      ///< connected, authenticated and answered every command
+  std::string error;    ///< why not, when !up
+  /// When !up: the node refused the credentials (AUTH failed, or NOAUTH: it
+  /// needs a password and the URI gives none).
+  bool refused = false;
   std::vector<probe_reply> replies;  ///< one per command, when up
   /// From sending the commands (after connecting and authenticating) to the
-  /// last reply.
+  /// first reply, and to the last.
+  std::chrono::microseconds first_reply{0};
   std::chrono::microseconds round_trip{0};
 };
 
 /// Connects to every node in `uris` in parallel (AUTH and SELECT as the URI
 /// says), pipelines `commands` and collects the replies. `timeout` bounds the
-/// connect and each read. Results are in node order.
+/// connect and each read. A node that answers NOAUTH is not up (refused).
+/// Results are in node order.
 std::vector<probe_result> probe_all(const std::vector<std::string>& uris,
                                     const std::vector<std::vector<std::string>>& commands,
                                     std::chrono::milliseconds timeout);

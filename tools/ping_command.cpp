@@ -1,10 +1,13 @@
-// `redsync ping`: is every node up, and how fast does it answer.
+// `redsync ping`: is every node up, how fast does it answer, and does its
+// vote count yet.
 
 #include "args.hpp"
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
+#include "json.hpp"
 #include "node_probe.hpp"
+#include "node_vote.hpp"
 
 #include <fmt/format.h>
 
@@ -14,11 +17,48 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 3> ping_options{{
+constexpr std::array<option_spec, 5> ping_options{{
     {"nodes", 0, true},
     {"timeout", 0, true},
+    {"ttl", 0, true},
+    {"json", 0, false},
     {"help", 'h', false},
 }};
+
+struct node_line {
+  const probe_result* probe = nullptr;
+  bool up = false;
+  std::string error{};  // why not up
+  node_vote vote{};
+};
+
+void print_text(const std::vector<node_line>& lines) {
+  for (const auto& l : lines) {
+    if (l.up) {
+      fmt::print("{}: up, {} us{}\n", l.probe->address, l.probe->first_reply.count(), vote_suffix(l.vote));
+    } else {
+      fmt::print("{}: down ({})\n", l.probe->address, l.error);
+    }
+  }
+}
+
+void print_json(const std::vector<node_line>& lines, std::size_t up, std::size_t voting, std::size_t quorum) {
+  std::string nodes;
+  for (const auto& l : lines) {
+    if (!nodes.empty()) nodes += ',';
+    const bool votes = l.up && l.vote.what == node_vote::state::votes;
+    nodes += fmt::format(
+        R"({{"address":{},"up":{},"round_trip_us":{},"error":{},"vote":{},"vote_reason":{},"votes_in_ms":{}}})",
+        json_string(l.probe->address), json_bool(l.up),
+        l.up ? fmt::format("{}", l.probe->first_reply.count()) : "null", l.up ? "null" : json_string(l.error),
+        l.up ? json_string(to_string(l.vote.what)) : "null",
+        l.up && !votes ? json_string(l.vote.reason) : "null",
+        l.vote.votes_in && l.up ? fmt::format("{}", l.vote.votes_in->count()) : "null");
+  }
+  fmt::print(R"({{"nodes":[{}],"up":{},"voting":{},"total":{},"quorum":{}}})"
+             "\n",
+             nodes, up, voting, lines.size(), quorum);
+}
 
 }  // namespace
 
@@ -38,26 +78,40 @@ int run_ping(std::span<char* const> argv) {
     timeout = parse_duration("--timeout", *t);
     if (timeout.count() == 0) throw usage_error("--timeout: must be greater than 0");
   }
+  // Votes are judged as a `redsync lock --ttl TTL` would see them.
+  std::chrono::milliseconds ttl{8000};
+  if (const std::string* t = args.last("ttl")) ttl = parse_duration("--ttl", *t);
 
-  const auto results = probe_all(uris, {{"PING"}}, timeout);
-  std::size_t up = 0;
+  std::vector<std::vector<std::string>> commands{{"PING"}};
+  for (auto& c : vote_commands()) commands.push_back(std::move(c));
+  const auto results = probe_all(uris, commands, timeout);
+  std::vector<node_line> lines;
+  std::size_t up = 0, voting = 0, refused = 0;
   for (const auto& r : results) {
-    const bool pong = r.up && r.replies.at(0).type == probe_reply::kind::status;
-    if (pong) {
+    node_line l{.probe = &r};
+    l.up = r.up && r.replies.at(0).type == probe_reply::kind::status;
+    if (l.up) {
       ++up;
-      fmt::print("{}: up, {} us\n", r.address, r.round_trip.count());
-    } else if (r.up) {
-      fmt::print("{}: down ({})\n", r.address, r.replies.at(0).str);
+      l.vote = vote_of(r.replies.at(1), r.replies.at(2), r.replies.at(3), ttl);
+      voting += l.vote.what == node_vote::state::votes ? 1 : 0;
     } else {
-      fmt::print("{}: down ({})\n", r.address, r.error);
+      l.error = r.up ? r.replies.at(0).str : r.error;
+      refused += r.refused ? 1 : 0;
     }
+    lines.push_back(std::move(l));
   }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;
-  fmt::print("{}/{} nodes up, quorum {}\n", up, n, quorum);
+  if (args.has("json")) {
+    print_json(lines, up, voting, quorum);
+  } else {
+    print_text(lines);
+    fmt::print("{}/{} nodes up, {}/{} voting, quorum {}\n", up, n, voting, n, quorum);
+  }
   std::fflush(stdout);
   if (up == n) return exit_status::ok;
-  return up >= quorum ? exit_status::degraded : exit_status::unavailable;
+  if (up >= quorum) return exit_status::degraded;
+  return refused > n - quorum ? exit_status::refused : exit_status::unavailable;
 }
 
 }  // namespace redsync::cli

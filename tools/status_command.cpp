@@ -1,10 +1,15 @@
-// `redsync status NAME`: what every node holds for a lock name.
+// `redsync status NAME`: what every node holds for a lock name, who that
+// holder is (for values `redsync lock` made), and whether each node's vote
+// counts yet.
 
 #include "args.hpp"
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
+#include "holder_value.hpp"
+#include "json.hpp"
 #include "node_probe.hpp"
+#include "node_vote.hpp"
 
 #include <fmt/format.h>
 
@@ -16,12 +21,38 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 4> status_options{{
+constexpr std::array<option_spec, 6> status_options{{
     {"nodes", 0, true},
     {"value", 0, true},
     {"timeout", 0, true},
+    {"ttl", 0, true},
+    {"json", 0, false},
     {"help", 'h', false},
 }};
+
+// One node, as read.
+struct node_state {
+  const probe_result* probe = nullptr;
+  std::string error{};                 // down, or GET refused: why
+  std::optional<std::string> value{};  // held: the holder's value
+  std::optional<long long> pttl_ms{};  // held with an expiry
+  std::optional<bool> ours{};          // held, and --value known
+  node_vote vote{};
+};
+
+// One value found on the nodes, with how many hold it.
+struct holder {
+  std::string value;
+  std::size_t nodes = 0;
+  std::optional<holder_identity> identity{};
+};
+
+std::string identity_json(const std::optional<holder_identity>& h) {
+  if (!h) return "null";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(h->since.time_since_epoch()).count();
+  return fmt::format(R"({{"user":{},"host":{},"pid":{},"since_unix_ms":{}}})", json_string(h->user),
+                     json_string(h->host), h->pid, ms);
+}
 
 }  // namespace
 
@@ -43,6 +74,9 @@ int run_status(std::span<char* const> argv) {
     timeout = parse_duration("--timeout", *t);
     if (timeout.count() == 0) throw usage_error("--timeout: must be greater than 0");
   }
+  // Votes are judged as a `redsync lock --ttl TTL` would see them.
+  std::chrono::milliseconds ttl{8000};
+  if (const std::string* t = args.last("ttl")) ttl = parse_duration("--ttl", *t);
   std::optional<std::string> ours;
   if (const std::string* v = args.last("value")) {
     ours = *v;
@@ -50,45 +84,113 @@ int run_status(std::span<char* const> argv) {
     ours = env;
   }
 
-  const auto results = probe_all(uris, {{"GET", name}, {"PTTL", name}}, timeout);
-  std::size_t answered = 0;
-  std::size_t held = 0;
-  std::size_t held_by_us = 0;
+  std::vector<std::vector<std::string>> commands{{"GET", name}, {"PTTL", name}};
+  for (auto& c : vote_commands()) commands.push_back(std::move(c));
+  const auto results = probe_all(uris, commands, timeout);
+  const auto now = std::chrono::system_clock::now();
+
+  std::vector<node_state> nodes;
+  std::vector<holder> holders;
+  std::size_t answered = 0, held = 0, held_by_us = 0, voting = 0, refused = 0;
   for (const auto& r : results) {
+    node_state s{.probe = &r};
     if (!r.up) {
-      fmt::print("{}: down ({})\n", r.address, r.error);
+      s.error = r.error;
+      refused += r.refused ? 1 : 0;
+      nodes.push_back(std::move(s));
       continue;
     }
     ++answered;
+    s.vote = vote_of(r.replies.at(2), r.replies.at(3), r.replies.at(4), ttl);
+    voting += s.vote.what == node_vote::state::votes ? 1 : 0;
     const probe_reply& value = r.replies.at(0);
     const probe_reply& pttl = r.replies.at(1);
     if (value.type == probe_reply::kind::error) {
-      fmt::print("{}: error ({})\n", r.address, value.str);
-    } else if (value.type != probe_reply::kind::string) {
-      fmt::print("{}: absent\n", r.address);
-    } else {
+      s.error = value.str;
+    } else if (value.type == probe_reply::kind::string) {
       ++held;
-      std::string line = fmt::format("{}: held, pttl ", r.address);
-      line += pttl.type == probe_reply::kind::integer && pttl.integer >= 0
-                  ? fmt::format("{} ms", pttl.integer)
-                  : std::string("none");
-      line += fmt::format(", value \"{}\"", value.str);
+      s.value = value.str;
+      if (pttl.type == probe_reply::kind::integer && pttl.integer >= 0) s.pttl_ms = pttl.integer;
       if (ours) {
-        const bool mine = value.str == *ours;
-        held_by_us += mine ? 1 : 0;
-        line += mine ? ", ours" : ", not ours";
+        s.ours = value.str == *ours;
+        held_by_us += *s.ours ? 1 : 0;
       }
-      fmt::print("{}\n", line);
+      auto h = holders.begin();
+      while (h != holders.end() && h->value != value.str) ++h;
+      if (h == holders.end()) {
+        holders.push_back({value.str, 1, decode_holder_value(value.str)});
+      } else {
+        ++h->nodes;
+      }
     }
+    nodes.push_back(std::move(s));
   }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;
-  std::string summary = fmt::format("lock \"{}\": held on {}/{} nodes", name, held, n);
-  if (ours) summary += fmt::format(", ours on {}/{}", held_by_us, n);
-  summary += fmt::format("; {}/{} nodes answered, quorum {}", answered, n, quorum);
-  fmt::print("{}\n", summary);
+
+  if (args.has("json")) {
+    std::string node_list;
+    for (const auto& s : nodes) {
+      if (!node_list.empty()) node_list += ',';
+      const bool up = s.probe->up;
+      node_list += fmt::format(
+          R"({{"address":{},"up":{},"error":{},"held":{},"pttl_ms":{},"value":{},"ours":{},"holder":{},)"
+          R"("vote":{},"vote_reason":{},"votes_in_ms":{}}})",
+          json_string(s.probe->address), json_bool(up), s.error.empty() ? "null" : json_string(s.error),
+          json_bool(s.value.has_value()), json_number_or_null(s.pttl_ms), json_string_or_null(s.value),
+          s.ours ? json_bool(*s.ours) : "null",
+          identity_json(s.value ? decode_holder_value(*s.value) : std::nullopt),
+          up ? json_string(to_string(s.vote.what)) : "null",
+          up && !s.vote.reason.empty() ? json_string(s.vote.reason) : "null",
+          up && s.vote.votes_in ? fmt::format("{}", s.vote.votes_in->count()) : "null");
+    }
+    std::string holder_list;
+    for (const auto& h : holders) {
+      if (!holder_list.empty()) holder_list += ',';
+      holder_list += fmt::format(R"({{"value":{},"nodes":{},"holder":{}}})", json_string(h.value), h.nodes,
+                                 identity_json(h.identity));
+    }
+    fmt::print(
+        R"({{"name":{},"nodes":[{}],"holders":[{}],"held":{},"ours":{},"answered":{},"voting":{},"total":{},)"
+        R"("quorum":{}}})"
+        "\n",
+        json_string(name), node_list, holder_list, held,
+        ours ? fmt::format("{}", held_by_us) : std::string("null"), answered, voting, n, quorum);
+  } else {
+    for (const auto& s : nodes) {
+      const std::string& address = s.probe->address;
+      if (!s.probe->up) {
+        fmt::print("{}: down ({})\n", address, s.error);
+        continue;
+      }
+      std::string line;
+      if (!s.error.empty()) {
+        line = fmt::format("{}: error ({})", address, s.error);
+      } else if (!s.value) {
+        line = fmt::format("{}: absent", address);
+      } else {
+        line = fmt::format("{}: held, pttl {}, value \"{}\"", address,
+                           s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("none"), *s.value);
+        if (s.ours) line += *s.ours ? ", ours" : ", not ours";
+      }
+      fmt::print("{}{}\n", line, vote_suffix(s.vote));
+    }
+    for (const auto& h : holders) {
+      if (h.identity) {
+        fmt::print("held by {} on {}/{} nodes\n", describe_holder(*h.identity, now), h.nodes, n);
+      } else {
+        fmt::print("held by an unknown holder (value \"{}\", not made by redsync lock) on {}/{} nodes\n",
+                   h.value, h.nodes, n);
+      }
+    }
+    std::string summary = fmt::format("lock \"{}\": held on {}/{} nodes", name, held, n);
+    if (ours) summary += fmt::format(", ours on {}/{}", held_by_us, n);
+    summary += fmt::format("; {}/{} nodes answered, {}/{} voting, quorum {}", answered, n, voting, n, quorum);
+    fmt::print("{}\n", summary);
+  }
   std::fflush(stdout);
-  return answered >= quorum ? exit_status::ok : exit_status::unavailable;
+  if (answered >= quorum) return exit_status::ok;
+  return refused > n - quorum ? exit_status::refused : exit_status::unavailable;
 }
 
 }  // namespace redsync::cli

@@ -40,7 +40,8 @@ bool starts_with(const char* entry, const char* prefix) {
 
 }  // namespace
 
-cli_process::cli_process(const std::vector<std::string>& args, const std::string& dir)
+cli_process::cli_process(const std::vector<std::string>& args, const std::string& dir,
+                         const std::vector<std::string>& unset_env)
     : out_path_(next_capture_base(dir)), err_path_(out_path_ + ".err") {
   out_path_ += ".out";
   const std::string binary = cli_binary();
@@ -52,7 +53,9 @@ cli_process::cli_process(const std::vector<std::string>& args, const std::string
   std::vector<char*> env;
   for (char** e = environ; *e != nullptr; ++e) {
     if (starts_with(*e, "REDSYNC_NODES=") || starts_with(*e, "REDSYNC_LOCK_VALUE=")) continue;
-    env.push_back(*e);
+    bool unset = false;
+    for (const auto& name : unset_env) unset = unset || starts_with(*e, (name + "=").c_str());
+    if (!unset) env.push_back(*e);
   }
   env.push_back(nullptr);
 
@@ -133,9 +136,17 @@ cli_outcome cli_process::wait(std::chrono::milliseconds bound) {
   return o;
 }
 
+std::string cli_process::out_so_far() const {
+  return read_file(out_path_).value_or("");
+}
+
+std::string cli_process::err_so_far() const {
+  return read_file(err_path_).value_or("");
+}
+
 cli_outcome run_cli(const std::vector<std::string>& args, const std::string& dir,
-                    std::chrono::milliseconds bound) {
-  cli_process p(args, dir);
+                    std::chrono::milliseconds bound, const std::vector<std::string>& unset_env) {
+  cli_process p(args, dir, unset_env);
   return p.wait(bound);
 }
 

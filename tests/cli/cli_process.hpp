@@ -29,8 +29,10 @@ class cli_process {
  public:
   /// Starts `$REDSYNC_CLI args...` in `dir` (the captured output goes there
   /// too). REDSYNC_NODES and REDSYNC_LOCK_VALUE are removed from the
-  /// environment so only the arguments choose the nodes.
-  cli_process(const std::vector<std::string>& args, const std::string& dir);
+  /// environment so only the arguments choose the nodes, and so is every
+  /// variable named in `unset_env`.
+  cli_process(const std::vector<std::string>& args, const std::string& dir,
+              const std::vector<std::string>& unset_env = {});
   /// SIGKILLs the process group and reaps the tool if it is still running.
   ~cli_process();
   cli_process(const cli_process&) = delete;
@@ -44,6 +46,9 @@ class cli_process {
   /// Waits up to `bound` for the tool to exit; on timeout kills its process
   /// group and returns an outcome with timed_out set.
   cli_outcome wait(std::chrono::milliseconds bound);
+  /// What the tool has written to stdout / stderr so far.
+  std::string out_so_far() const;
+  std::string err_so_far() const;
 
  private:
   pid_t pid_ = -1;
@@ -55,7 +60,8 @@ class cli_process {
 
 /// Runs the tool to completion within `bound`.
 cli_outcome run_cli(const std::vector<std::string>& args, const std::string& dir,
-                    std::chrono::milliseconds bound = std::chrono::milliseconds{20'000});
+                    std::chrono::milliseconds bound = std::chrono::milliseconds{20'000},
+                    const std::vector<std::string>& unset_env = {});
 
 /// A fresh temporary directory, removed with its contents by the destructor.
 class temp_dir {

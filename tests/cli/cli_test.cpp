@@ -5,141 +5,11 @@
 // commands.
 #include <doctest/doctest.h>
 
-#include <signal.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdlib>
 #include <fstream>
-#include <optional>
-#include <string>
-#include <vector>
 
-#include <redsync/redsync.hpp>
+#include "cli_helpers.hpp"
 
-#include "cli_process.hpp"
-#include "fresh_nodes.hpp"
-#include "redis_client.hpp"
-#include "redis_server.hpp"
-#include "wait.hpp"
-
-using namespace std::chrono_literals;
-using redsync::test::cli_outcome;
-using redsync::test::cli_process;
-using redsync::test::cluster;
-using redsync::test::read_file;
-using redsync::test::redis_client;
-using redsync::test::run_cli;
-using redsync::test::temp_dir;
-using redsync::test::wait_until;
-
-namespace {
-
-// The harness starts its nodes moments before each test; the tool's restart
-// guard would rightly keep them out of every quorum for --ttl. The variable
-// is inherited by every tool process a test starts.
-[[maybe_unused]] const int restart_guard_off = setenv("REDSYNC_RESTART_GUARD", "0", 1);
-
-// Exit statuses of the tool (see tools/main.cpp).
-constexpr int usage_status = 64;
-constexpr int unavailable_status = 69;
-constexpr int not_acquired_status = 75;
-constexpr int lost_status = 79;
-
-std::string nodes_arg(const cluster& c) {
-  std::string list;
-  for (const auto& uri : c.uris()) list += (list.empty() ? "" : ",") + uri;
-  return "--nodes=" + list;
-}
-
-// The value of `key` on each node (nullopt: absent, or the node is down).
-std::vector<std::optional<std::string>> values_on(cluster& c, const std::string& key) {
-  std::vector<std::optional<std::string>> out;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    if (!c[i].running() || c[i].paused()) {
-      out.emplace_back();
-      continue;
-    }
-    redis_client client(c[i], {.timeout = 500ms});
-    out.push_back(client.get(key));
-  }
-  return out;
-}
-
-std::size_t nodes_holding(cluster& c, const std::string& key) {
-  std::size_t n = 0;
-  for (const auto& v : values_on(c, key)) n += v ? 1 : 0;
-  return n;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string cli_path() {
-  const char* p = std::getenv("REDSYNC_CLI");
-  return p != nullptr ? p : "";
-}
-
-// Gone or a zombie: an orphan's zombie may linger when no init reaps it, and
-// a zombie runs nothing.
-bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  const auto paren = stat.rfind(')');
-  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
-}
-
-// The pid a command wrote to `path` (one line), once the line is complete.
-std::optional<pid_t> pid_in(const std::string& path) {
-  const std::string s = read_file(path).value_or("");
-  if (s.find('\n') == std::string::npos) return std::nullopt;
-  return static_cast<pid_t>(std::stoi(s));
-}
-
-// True once `pid` is stopped (SIGSTOP): state T in /proc/PID/stat.
-bool process_stopped(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
-}
-
-// Takes the lock `name` with a library Mutex as soon as it is free, trying
-// for up to `bound`, and releases it again. Returns whether `pid` was still
-// running at the moment the lock was granted; nullopt if it never was.
-std::optional<bool> running_when_taken_over(const cluster& c, const std::string& name, pid_t pid,
-                                            std::chrono::milliseconds bound) {
-  redsync::Redsync rs(c.uris(), redsync::test::fresh_nodes());
-  auto other = rs.new_mutex(name, {.expiry = 5s, .tries = 1});
-  std::optional<bool> running;
-  wait_until(
-      [&] {
-        if (!other.try_lock(redsync::context::timeout(1s))) return false;
-        running = !process_gone(pid);
-        return true;
-      },
-      bound);
-  if (running) (void)other.unlock(redsync::context::timeout(2s));
-  return running;
-}
-
-// Kills what a failed test left running; a passing test leaves nothing.
-struct kill_leftovers {
-  std::vector<std::string> pid_files;
-  ~kill_leftovers() {
-    for (const auto& f : pid_files) {
-      if (auto pid = pid_in(f); pid && *pid > 1 && !process_gone(*pid)) ::kill(*pid, SIGKILL);
-    }
-  }
-};
-
-// Prints what the tool said when a check fails.
-std::string show(const cli_outcome& o) {
-  return "status " + std::to_string(o.status) + (o.timed_out ? " (timed out)" : "") + ", " +
-         std::to_string(o.elapsed.count()) + " ms\n--- stdout\n" + o.out + "--- stderr\n" + o.err;
-}
-
-}  // namespace
+using namespace redsync::test;
 
 TEST_SUITE("cli") {
   TEST_CASE("cli: lock exits with the command's status, or 128+N when signal N killed it") {
@@ -190,7 +60,10 @@ TEST_SUITE("cli") {
     const std::string value = env.substr(first_nl + 1, second_nl - first_nl - 1);
     const std::string token = env.substr(second_nl + 1);
     CHECK(name == "cli-env");
-    CHECK(value.size() == 24);
+    // Made by the tool: who asked for the lock, from where and when, then
+    // random bytes (tools/holder_value.hpp).
+    CHECK(value.rfind("redsync:1:", 0) == 0);
+    CHECK(contains(value, ":" + std::to_string(p.pid()) + ":"));
     CHECK_FALSE(token.empty());
     CHECK(token.find_first_not_of("0123456789\n") == std::string::npos);
 
@@ -200,7 +73,9 @@ TEST_SUITE("cli") {
         10s));
     const std::string status = *read_file(dir.file("status.txt"));
     INFO(status);
-    CHECK(contains(status, "lock \"cli-env\": held on 5/5 nodes, ours on 5/5; 5/5 nodes answered, quorum 3"));
+    CHECK(contains(status, "lock \"cli-env\": held on 5/5 nodes, ours on 5/5; 5/5 nodes answered, "));
+    CHECK(contains(status, "quorum 3"));
+    CHECK(contains(status, "held by "));
     CHECK(contains(status, nodes.addresses()[0] + ": held, pttl "));
 
     { std::ofstream(dir.file("go")) << "go\n"; }
@@ -547,7 +422,16 @@ TEST_SUITE("cli") {
     };
     const std::vector<bad_case> cases{
         {{"lock", n, "--ttl", "8x", "cli-bad", "--", "true"}, "redsync: --ttl: invalid duration \"8x\""},
-        {{"lock", n, "--wait=5h", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"5h\""},
+        {{"lock", n, "--wait=5x", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"5x\""},
+        {{"lock", n, "--wait=8d", "cli-bad", "--", "true"}, "redsync: --wait: invalid duration \"8d\""},
+        {{"lock", n, "--ttl", "1ms", "cli-bad", "--", "true"},
+         "redsync: --ttl 1ms is too short: it must exceed the clock-drift allowance"},
+        {{"lock", n, "--drift-factor", "0.96", "cli-bad", "--", "true"},
+         "redsync: --ttl 8s (the default) is too short: "},
+        {{"lock", n, "-vx", "cli-bad", "--", "true"}, "redsync: unknown option \"-x\" in \"-vx\""},
+        {{"lock", n, "cli-bad", "-c", "true", "--", "true"},
+         "redsync: lock: give the command either after \"--\" or with -c, not both"},
+        {{"lock", n, "cli-bad", "-c"}, "redsync: --command: missing value"},
         {{"lock", n, "--kill-grace", "-1s", "cli-bad", "--", "true"},
          "redsync: --kill-grace: invalid duration \"-1s\""},
         {{"lock", n, "--retry-delay", "1.5ms", "cli-bad", "--", "true"},
@@ -556,7 +440,6 @@ TEST_SUITE("cli") {
         {{"lock", n, "--drift-factor", "1.5", "cli-bad", "--", "true"}, "redsync: --drift-factor"},
         {{"lock", n, "--frobnicate", "cli-bad", "--", "true"}, "redsync: unknown option \"--frobnicate\""},
         {{"lock", n, "cli-bad", "true"}, "redsync: lock: missing \"--\" before the command \"true\""},
-        {{"lock", n, "cli-bad"}, "redsync: lock: missing \"--\""},
         {{"lock", n, "cli-bad", "--"}, "redsync: lock: missing command after \"--\""},
         {{"lock", n, "--", "true"}, "redsync: lock: missing lock NAME"},
         {{"lock", "--nodes", "redis://127.0.0.1:notaport", "cli-bad", "--", "true"},
@@ -615,20 +498,24 @@ TEST_SUITE("cli") {
     CHECK(o.status == 0);
     const auto a = nodes.addresses();
     CHECK(contains(o.out, a[0] + ": held, pttl "));
-    CHECK(contains(o.out, ", value \"mine\", ours\n"));
+    // Fresh nodes: every line also says they do not vote yet.
+    CHECK(contains(o.out, ", value \"mine\", ours; does not vote yet: no redsync record yet"));
     CHECK(contains(o.out, a[3] + ": held, pttl "));
-    CHECK(contains(o.out, ", value \"theirs\", not ours\n"));
-    CHECK(contains(o.out, a[4] + ": absent\n"));
-    CHECK(contains(
-        o.out, "lock \"cli-status-key\": held on 4/5 nodes, ours on 3/5; 5/5 nodes answered, quorum 3\n"));
+    CHECK(contains(o.out, ", value \"theirs\", not ours; "));
+    CHECK(contains(o.out, a[4] + ": absent; "));
+    CHECK(contains(o.out,
+                   "held by an unknown holder (value \"mine\", not made by redsync lock) on 3/5 nodes\n"));
+    CHECK(contains(o.out,
+                   "lock \"cli-status-key\": held on 4/5 nodes, ours on 3/5; 5/5 nodes answered, 0/5 voting, "
+                   "quorum 3\n"));
 
     nodes[4].kill();
     auto one_down = run_cli({"status", nodes_arg(nodes), "cli-status-key"}, dir.path(), 10s);
     INFO(show(one_down));
     CHECK(one_down.status == 0);
     CHECK(contains(one_down.out, a[4] + ": down ("));
-    CHECK(
-        contains(one_down.out, "lock \"cli-status-key\": held on 4/5 nodes; 4/5 nodes answered, quorum 3\n"));
+    CHECK(contains(one_down.out,
+                   "lock \"cli-status-key\": held on 4/5 nodes; 4/5 nodes answered, 0/5 voting, quorum 3\n"));
 
     // A frozen node costs one timeout, not a hang.
     nodes[3].pause();
@@ -639,7 +526,7 @@ TEST_SUITE("cli") {
     INFO(show(no_quorum));
     CHECK(no_quorum.status == unavailable_status);
     CHECK(no_quorum.elapsed < 3s);
-    CHECK(contains(no_quorum.out, "2/5 nodes answered, quorum 3\n"));
+    CHECK(contains(no_quorum.out, "2/5 nodes answered, 0/5 voting, quorum 3\n"));
   }
 
   TEST_CASE("cli: ping reports every node's round trip and exits 0, 1 or 69 by how many are up") {
@@ -650,15 +537,15 @@ TEST_SUITE("cli") {
     INFO(show(all));
     CHECK(all.status == 0);
     for (const auto& address : a) CHECK(contains(all.out, address + ": up, "));
-    CHECK(contains(all.out, " us\n"));
-    CHECK(contains(all.out, "5/5 nodes up, quorum 3\n"));
+    CHECK(contains(all.out, " us; does not vote yet: "));
+    CHECK(contains(all.out, "5/5 nodes up, 0/5 voting, quorum 3\n"));
 
     nodes[1].kill();
     auto one_down = run_cli({"ping", nodes_arg(nodes)}, dir.path(), 10s);
     INFO(show(one_down));
     CHECK(one_down.status == 1);
     CHECK(contains(one_down.out, a[1] + ": down ("));
-    CHECK(contains(one_down.out, "4/5 nodes up, quorum 3\n"));
+    CHECK(contains(one_down.out, "4/5 nodes up, 0/5 voting, quorum 3\n"));
 
     nodes[2].kill();
     nodes[3].pause();
@@ -668,7 +555,7 @@ TEST_SUITE("cli") {
     CHECK(no_quorum.status == unavailable_status);
     CHECK(no_quorum.elapsed < 3s);
     CHECK(contains(no_quorum.out, a[3] + ": down ("));
-    CHECK(contains(no_quorum.out, "2/5 nodes up, quorum 3\n"));
+    CHECK(contains(no_quorum.out, "2/5 nodes up, 0/5 voting, quorum 3\n"));
   }
 
 }  // TEST_SUITE

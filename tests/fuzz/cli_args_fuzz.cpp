@@ -6,11 +6,13 @@
 // and, one by one, the duration, number and node-list parsers. Only
 // usage_error may escape (anything else is a finding), and what parses is in
 // range: durations within 0..7 days, numbers within their bounds, node lists
-// non-empty and each URI valid.
+// non-empty and each URI valid; a --ttl the tool accepts the library accepts
+// too, and the other way round.
 
 #include "args.hpp"
 #include "fuzz_check.hpp"
 #include "lock_config.hpp"
+#include "redlock/options_check.hpp"
 
 #include <redsync/error.hpp>
 #include <redsync/options.hpp>
@@ -33,7 +35,7 @@ using namespace redsync::cli;
 using redsync::fuzz::check;
 
 // The options of lock, status and ping together, with short forms.
-constexpr std::array<option_spec, 14> all_options{{
+constexpr std::array<option_spec, 17> all_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -45,6 +47,9 @@ constexpr std::array<option_spec, 14> all_options{{
     {"kill-grace", 0, true},
     {"value", 0, true},
     {"timeout", 0, true},
+    {"report-every", 0, true},
+    {"command", 'c', true},
+    {"json", 0, false},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
@@ -70,6 +75,17 @@ void check_nodes(const std::vector<std::string>& nodes) {
   for (const auto& uri : nodes) check(valid_uri(uri), "a node list holds an invalid URI");
 }
 
+// Whether the library takes `ttl` with `drift_factor` (and the tool's other
+// settings, which never break its rules).
+bool library_accepts(std::chrono::milliseconds ttl, double drift_factor) {
+  try {
+    redsync::detail::check_mutex_options("name", {.expiry = ttl, .drift_factor = drift_factor});
+    return true;
+  } catch (const redsync::config_error&) {
+    return false;
+  }
+}
+
 void fuzz_lock(std::span<char* const> argv) {
   lock_config cfg;
   try {
@@ -79,10 +95,17 @@ void fuzz_lock(std::span<char* const> argv) {
   }
   if (cfg.help) return;
   check(!cfg.name.empty(), "lock: empty NAME accepted");
-  check(!cfg.command.empty(), "lock: empty command accepted");
+  // No command is hold mode; -c STRING runs /bin/sh -c STRING (a command
+  // after "--" is taken as given: an empty name fails to run, with 127).
+  if (cfg.command.size() == 3 && cfg.command[0] == "/bin/sh" && cfg.command[1] == "-c") {
+    check(!cfg.command[2].empty(), "lock: empty -c STRING accepted");
+  }
   check_nodes(cfg.nodes);
   check(cfg.ttl.count() > 0, "lock: --ttl 0 accepted");
   check_duration(cfg.ttl);
+  check(library_accepts(cfg.ttl, cfg.drift_factor.value_or(0.01)),
+        "lock: a --ttl the library refuses accepted");
+  check_duration(cfg.report_every);
   if (cfg.wait) check_duration(*cfg.wait);
   if (cfg.retry_delay) check_duration(*cfg.retry_delay);
   check_duration(cfg.kill_grace);
@@ -91,7 +114,7 @@ void fuzz_lock(std::span<char* const> argv) {
     check(std::isfinite(*cfg.drift_factor) && *cfg.drift_factor >= 0 && *cfg.drift_factor < 1,
           "lock: --drift-factor outside [0, 1) accepted");
   }
-  check(!(cfg.quiet && cfg.verbose), "lock: --quiet with --verbose accepted");
+  check(!(cfg.quiet() && cfg.verbose()), "lock: quiet and verbose at once");
 }
 
 void fuzz_split(std::span<char* const> argv) {
@@ -109,15 +132,29 @@ void fuzz_split(std::span<char* const> argv) {
     if (!spec->takes_value) check(value.empty(), "a flag got a value");
   }
   check(args.has_separator || args.after_separator.empty(), "arguments after a \"--\" that was not there");
-  check(args.positionals.size() + args.options.size() + args.after_separator.size() +
-                (args.has_separator ? 1u : 0u) <=
-            argv.size(),
+  // Positionals and what follows "--" are input arguments; options may be
+  // more than their arguments ("-vv" is two), but each takes a character.
+  check(args.positionals.size() + args.after_separator.size() + (args.has_separator ? 1u : 0u) <= argv.size(),
         "more arguments out than in");
+  std::size_t characters = 0;
+  for (const char* a : argv) characters += std::string_view(a).size();
+  check(args.options.size() <= characters, "more options out than characters in");
 }
 
 void fuzz_values(const std::string& arg) {
   try {
-    check_duration(parse_duration("--ttl", arg));
+    const std::chrono::milliseconds d = parse_duration("--ttl", arg);
+    check_duration(d);
+    for (double drift_factor : {0.0, 0.01, 0.5, 0.95}) {
+      bool tool_accepts = true;
+      try {
+        check_ttl(d, drift_factor, arg);
+      } catch (const usage_error&) {
+        tool_accepts = false;
+      }
+      check(tool_accepts == (d.count() > 0 && library_accepts(d, drift_factor)),
+            "the tool and the library disagree about a --ttl");
+    }
   } catch (const usage_error&) {
   }
   try {

@@ -1,0 +1,132 @@
+// Helpers shared by the tests of the `redsync` tool (tests/cli/*_test.cpp):
+// node lists, what the nodes hold, processes, and the tool's exit statuses.
+#pragma once
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <redsync/redsync.hpp>
+
+#include "cli_process.hpp"
+#include "fresh_nodes.hpp"
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+namespace redsync::test {
+
+using namespace std::chrono_literals;
+
+// The harness starts its nodes moments before each test; the tool's restart
+// guard would rightly keep them out of every quorum for --ttl. The variable
+// is inherited by every tool process a test starts.
+inline const int restart_guard_off = setenv("REDSYNC_RESTART_GUARD", "0", 1);
+
+// Exit statuses of the tool (see tools/main.cpp).
+inline constexpr int usage_status = 64;
+inline constexpr int unavailable_status = 69;
+inline constexpr int not_acquired_status = 75;
+inline constexpr int node_errors_status = 76;
+inline constexpr int refused_status = 77;
+inline constexpr int lost_status = 79;
+
+inline std::string nodes_arg(const cluster& c) {
+  std::string list;
+  for (const auto& uri : c.uris()) list += (list.empty() ? "" : ",") + uri;
+  return "--nodes=" + list;
+}
+
+// The value of `key` on each node (nullopt: absent, or the node is down).
+inline std::vector<std::optional<std::string>> values_on(cluster& c, const std::string& key) {
+  std::vector<std::optional<std::string>> out;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c[i].running() || c[i].paused()) {
+      out.emplace_back();
+      continue;
+    }
+    redis_client client(c[i], {.timeout = 500ms});
+    out.push_back(client.get(key));
+  }
+  return out;
+}
+
+inline std::size_t nodes_holding(cluster& c, const std::string& key) {
+  std::size_t n = 0;
+  for (const auto& v : values_on(c, key)) n += v ? 1 : 0;
+  return n;
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+inline std::string cli_path() {
+  const char* p = std::getenv("REDSYNC_CLI");
+  return p != nullptr ? p : "";
+}
+
+// Gone or a zombie: an orphan's zombie may linger when no init reaps it, and
+// a zombie runs nothing.
+inline bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+// The pid a command wrote to `path` (one line), once the line is complete.
+inline std::optional<pid_t> pid_in(const std::string& path) {
+  const std::string s = read_file(path).value_or("");
+  if (s.find('\n') == std::string::npos) return std::nullopt;
+  return static_cast<pid_t>(std::stoi(s));
+}
+
+// True once `pid` is stopped (SIGSTOP): state T in /proc/PID/stat.
+inline bool process_stopped(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
+// Takes the lock `name` with a library Mutex as soon as it is free, trying
+// for up to `bound`, and releases it again. Returns whether `pid` was still
+// running at the moment the lock was granted; nullopt if it never was.
+inline std::optional<bool> running_when_taken_over(const cluster& c, const std::string& name, pid_t pid,
+                                                   std::chrono::milliseconds bound) {
+  redsync::Redsync rs(c.uris(), redsync::test::fresh_nodes());
+  auto other = rs.new_mutex(name, {.expiry = 5s, .tries = 1});
+  std::optional<bool> running;
+  wait_until(
+      [&] {
+        if (!other.try_lock(redsync::context::timeout(1s))) return false;
+        running = !process_gone(pid);
+        return true;
+      },
+      bound);
+  if (running) (void)other.unlock(redsync::context::timeout(2s));
+  return running;
+}
+
+// Kills what a failed test left running; a passing test leaves nothing.
+struct kill_leftovers {
+  std::vector<std::string> pid_files;
+  ~kill_leftovers() {
+    for (const auto& f : pid_files) {
+      if (auto pid = pid_in(f); pid && *pid > 1 && !process_gone(*pid)) ::kill(*pid, SIGKILL);
+    }
+  }
+};
+
+// Prints what the tool said when a check fails.
+inline std::string show(const cli_outcome& o) {
+  return "status " + std::to_string(o.status) + (o.timed_out ? " (timed out)" : "") + ", " +
+         std::to_string(o.elapsed.count()) + " ms\n--- stdout\n" + o.out + "--- stderr\n" + o.err;
+}
+
+}  // namespace redsync::test

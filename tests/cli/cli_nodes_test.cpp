@@ -1,0 +1,158 @@
+// `redsync ping` and `redsync status` show which nodes do not vote yet and
+// for how long, `status` shows who holds a lock (for values `redsync lock`
+// made), and both have a --json form.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "cli_helpers.hpp"
+
+using namespace redsync::test;
+
+namespace {
+
+// A --json answer is one line holding one object whose braces and brackets
+// balance outside strings.
+bool one_json_object(const std::string& out) {
+  if (out.empty() || out.front() != '{' || out.find('\n') != out.size() - 1 || out[out.size() - 2] != '}') {
+    return false;
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+    const char c = out[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    if (depth == 0 && i + 2 < out.size()) return false;
+  }
+  return depth == 0 && !in_string;
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+  TEST_CASE("cli: ping and status show nodes that do not vote yet, and for how long") {
+    cluster nodes(3);
+    temp_dir dir;
+    const auto a = nodes.addresses();
+    // Brand-new nodes: no record, no vote until a client has set them up.
+    auto fresh = run_cli({"ping", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(fresh));
+    CHECK(fresh.status == 0);
+    CHECK(contains(fresh.out, a[0] + ": up, "));
+    CHECK(contains(fresh.out, " us; does not vote yet: no redsync record yet (a brand-new node"));
+    CHECK(contains(fresh.out, "3/3 nodes up, 0/3 voting, quorum 2\n"));
+
+    // Set up by a client (with a 300 ms expiry): the restart guard keeps
+    // them out for a window since then, the longer of the recorded 300 ms
+    // and the --ttl of the client asking (8 s by default).
+    prime_records(nodes.uris());
+    auto guarded = run_cli({"ping", "--json", "--ttl", "5s", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(guarded));
+    CHECK(one_json_object(guarded.out));
+    CHECK(contains(guarded.out, R"({"address":")" + a[0] + R"(","up":true,"round_trip_us":)"));
+    CHECK(contains(guarded.out, R"("vote":"not_yet","vote_reason":"restart guard: it votes again in )"));
+    CHECK(contains(guarded.out, R"("votes_in_ms":)"));
+    CHECK(contains(guarded.out, R"("up":3,"voting":0,"total":3,"quorum":2})"));
+    auto status = run_cli({"status", "--ttl", "5s", nodes_arg(nodes), "cli-votes"}, dir.path(), 10s);
+    INFO(show(status));
+    CHECK(contains(status.out, a[1] + ": absent; does not vote yet: restart guard: it votes again in "));
+    CHECK(contains(status.out, "(a guard window of 5.0 s since it was first seen unverified)\n"));
+    CHECK(contains(status.out, "3/3 nodes answered, 0/3 voting, quorum 2\n"));
+
+    // For a client with a 300 ms ttl, the window has passed.
+    REQUIRE(wait_until(
+        [&] {
+          auto o = run_cli({"ping", "--ttl", "300ms", nodes_arg(nodes)}, dir.path(), 10s);
+          return contains(o.out, "3/3 nodes up, 3/3 voting, quorum 2\n");
+        },
+        10s));
+    auto voting = run_cli({"ping", "--ttl", "300ms", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(voting));
+    CHECK_FALSE(contains(voting.out, "vote yet"));
+
+    // A restarted node lost its record's stamp: it does not vote until a
+    // client has repaired it.
+    nodes[2].restart();
+    auto restarted = run_cli({"ping", "--ttl", "300ms", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(restarted));
+    CHECK(contains(restarted.out, a[2] + ": up, "));
+    CHECK(contains(restarted.out, "does not vote yet: no redsync record yet"));
+    CHECK(contains(restarted.out, "3/3 nodes up, 2/3 voting, quorum 2\n"));
+  }
+
+  TEST_CASE("cli: a node that can never vote is shown as such") {
+    cluster nodes(3);
+    temp_dir dir;
+    prime_records(nodes.uris());
+    // A maxmemory policy that may evict lock keys keeps a node out for good.
+    redis_client(nodes[1]).command({"CONFIG", "SET", "maxmemory", "100mb"});
+    redis_client(nodes[1]).command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
+    auto o = run_cli({"ping", "--ttl", "1ms", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(o));
+    CHECK(contains(o.out, nodes.addresses()[1] + ": up, "));
+    CHECK(contains(o.out, " us; never votes: maxmemory-policy allkeys-lru may evict lock keys\n"));
+  }
+
+  TEST_CASE("cli: status names the holder of a lock taken by redsync lock, and an unknown holder otherwise") {
+    cluster nodes(3);
+    temp_dir dir;
+    cli_process holder(
+        {"lock", nodes_arg(nodes), "cli-holder", "--", "sh", "-c", "while [ ! -f go ]; do sleep 0.01; done"},
+        dir.path());
+    REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-holder") == 3; }, 10s));
+    auto o = run_cli({"status", nodes_arg(nodes), "cli-holder"}, dir.path(), 10s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    const std::string pid = " pid " + std::to_string(holder.pid()) + ", since ";
+    CHECK(contains(o.out, "held by "));
+    CHECK(contains(o.out, pid));
+    CHECK(contains(o.out, " s ago) on 3/3 nodes\n"));
+    const std::string value = *values_on(nodes, "cli-holder")[0];
+    CHECK(value.rfind("redsync:1:", 0) == 0);
+
+    auto json = run_cli({"status", "--json", nodes_arg(nodes), "cli-holder"}, dir.path(), 10s);
+    INFO(show(json));
+    CHECK(one_json_object(json.out));
+    CHECK(contains(json.out, R"("name":"cli-holder","nodes":[{"address":")"));
+    CHECK(contains(json.out, R"("held":true,"pttl_ms":)"));
+    CHECK(contains(json.out, R"("value":")" + value + R"(","ours":null,"holder":{"user":")"));
+    CHECK(contains(json.out, R"(","pid":)" + std::to_string(holder.pid()) + R"(,"since_unix_ms":)"));
+    CHECK(contains(json.out, R"("holders":[{"value":")" + value + R"(","nodes":3,"holder":{)"));
+    CHECK(contains(json.out, R"("held":3,"ours":null,"answered":3,"voting":)"));
+    CHECK(contains(json.out, R"("total":3,"quorum":2})"));
+
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    CHECK(holder.wait(10s).status == 0);
+
+    // A value some other client set.
+    for (std::size_t i = 0; i < 2; ++i) {
+      redis_client(nodes[i]).command({"SET", "cli-holder", "theirs", "PX", "60000"});
+    }
+    auto other = run_cli({"status", nodes_arg(nodes), "cli-holder"}, dir.path(), 10s);
+    INFO(show(other));
+    CHECK(contains(other.out,
+                   "held by an unknown holder (value \"theirs\", not made by redsync lock) on 2/3 nodes\n"));
+    auto other_json = run_cli({"status", "--json", nodes_arg(nodes), "cli-holder"}, dir.path(), 10s);
+    CHECK(contains(other_json.out, R"("value":"theirs","ours":null,"holder":null)"));
+  }
+
+  TEST_CASE("cli: ping --json lists every node, up or down") {
+    cluster nodes(3);
+    temp_dir dir;
+    nodes[1].kill();
+    auto o = run_cli({"ping", "--json", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(o));
+    CHECK(o.status == 1);
+    CHECK(one_json_object(o.out));
+    CHECK(contains(
+        o.out, R"({"address":")" + nodes.addresses()[1] + R"(","up":false,"round_trip_us":null,"error":")"));
+    CHECK(contains(o.out, R"("up":2,"voting":0,"total":3,"quorum":2})"));
+  }
+}  // TEST_SUITE

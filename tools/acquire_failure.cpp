@@ -1,0 +1,152 @@
+#include "acquire_failure.hpp"
+
+#include "exit_status.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace redsync::cli {
+namespace {
+
+// What a node's answer to an attempt means for the tool, in the order the
+// reasons are printed.
+enum class kind {
+  held,       // another holder's value is there
+  refused,    // authentication or permission: an operator must fix it
+  broken,     // an error reply retrying does not fix (WRONGTYPE, READONLY, ...)
+  transient,  // an error reply that passes (LOADING, BUSY, OOM)
+  down,       // unreachable, timed out, or not awaited
+  excluded,   // answered yes, but its vote does not count (yet)
+  yes,        // answered yes and counted
+};
+constexpr std::size_t kinds = 7;
+
+kind kind_of(const node_result& n) {
+  switch (n.status) {
+    case node_status::ok:
+    case node_status::missing: return kind::yes;
+    case node_status::taken: return kind::held;
+    case node_status::excluded: return kind::excluded;
+    case node_status::timeout:
+    case node_status::unreachable:
+    case node_status::not_awaited: return kind::down;
+    case node_status::reply_error: break;
+  }
+  switch (n.error_class) {
+    case server_error::noauth:
+    case server_error::wrongpass:
+    case server_error::noperm: return kind::refused;
+    case server_error::loading:
+    case server_error::busy:
+    case server_error::oom: return kind::transient;
+    case server_error::none:
+    case server_error::wrongtype:
+    case server_error::readonly:
+    case server_error::noscript:
+    case server_error::other: return kind::broken;
+  }
+  return kind::broken;
+}
+
+// The reason shown for one node. Authentication failures are worded from
+// their class, not from the server's text: a server that needs a password
+// and got none may answer a long command with "ERR Protocol error:
+// unauthenticated multibulk length" before it would say NOAUTH.
+std::string reason_of(const node_result& n) {
+  if (n.status == node_status::reply_error) {
+    switch (n.error_class) {
+      case server_error::noauth:
+        return "NOAUTH: the server requires a password; give it in the node URI, "
+               "redis://[USER:]PASSWORD@HOST:PORT";
+      case server_error::wrongpass: return "WRONGPASS: wrong user name or password in the node URI";
+      case server_error::noperm:
+        return fmt::format("NOPERM: the ACL user lacks a right redsync needs (docs/acl.md): {}", n.message);
+      default: return n.message.empty() ? std::string("error reply") : n.message;
+    }
+  }
+  if (n.status == node_status::not_awaited) return "not awaited";
+  if (!n.message.empty()) return n.message;
+  return std::string(to_string(n.status));
+}
+
+// "A, B (reason); C (other reason)": nodes with the same reason together.
+std::string list_nodes(const std::vector<const node_result*>& nodes, bool with_reasons) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+  for (const node_result* n : nodes) {
+    std::string reason = with_reasons ? reason_of(*n) : std::string();
+    auto it = by_reason.begin();
+    while (it != by_reason.end() && it->first != reason) ++it;
+    if (it == by_reason.end()) {
+      by_reason.push_back({std::move(reason), {n->address}});
+    } else {
+      it->second.push_back(n->address);
+    }
+  }
+  std::string out;
+  for (const auto& [reason, addresses] : by_reason) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{}", fmt::join(addresses, ", "));
+    if (!reason.empty()) out += fmt::format(" ({})", reason);
+  }
+  return out;
+}
+
+}  // namespace
+
+acquire_verdict judge_acquisition(const result& r) {
+  acquire_verdict v;
+  const std::size_t n = r.nodes.size();
+  if (n == 0) {
+    v.status = exit_status::unavailable;
+    v.why = "no node answered an attempt in time";
+    return v;
+  }
+  const std::size_t quorum = n / 2 + 1;
+  const std::size_t spare = n - quorum;  // nodes a quorum can do without
+  std::array<std::vector<const node_result*>, kinds> of;
+  for (const auto& node : r.nodes) of[static_cast<std::size_t>(kind_of(node))].push_back(&node);
+  const auto count = [&](kind k) { return of[static_cast<std::size_t>(k)].size(); };
+
+  std::vector<std::string> reasons;
+  const auto add = [&](kind k, std::string_view what, bool with_reasons) {
+    if (count(k) == 0) return;
+    reasons.push_back(fmt::format("{}/{} nodes {}: {}", count(k), n, what,
+                                  list_nodes(of[static_cast<std::size_t>(k)], with_reasons)));
+  };
+  if (count(kind::held) > 0) {
+    reasons.push_back(fmt::format("held by another holder on {}/{} nodes", count(kind::held), n));
+  }
+  add(kind::refused, "refuse", true);
+  add(kind::broken, "answer with an error", true);
+  add(kind::transient, "answer with an error that should pass", true);
+  add(kind::down, "unreachable", true);
+  add(kind::excluded, "do not vote yet", true);
+  if (r.error == errc::validity_elapsed) {
+    reasons.push_back(
+        "a quorum agreed, but too slowly: no validity was left (--ttl too short for these nodes?)");
+  }
+  if (reasons.empty()) reasons.push_back(r.error ? r.error.message() : std::string("no quorum"));
+  v.why = fmt::format("{}", fmt::join(reasons, "; "));
+
+  // Refusals and persistent errors on more nodes than a quorum can spare:
+  // waiting cannot help. Otherwise the library's own test for "busy": without
+  // the holders, the answering nodes would have made a quorum.
+  const std::size_t persistent = count(kind::refused) + count(kind::broken);
+  const std::size_t unusable = n - count(kind::yes) - count(kind::held);
+  if (persistent > spare) {
+    v.hopeless = true;
+    v.status = count(kind::refused) > 0 ? exit_status::refused : exit_status::node_errors;
+  } else if (r.error == errc::busy || (count(kind::held) > 0 && unusable <= spare)) {
+    v.status = exit_status::not_acquired;
+  } else {
+    v.status = exit_status::unavailable;
+  }
+  return v;
+}
+
+}  // namespace redsync::cli

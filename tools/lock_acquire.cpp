@@ -1,0 +1,190 @@
+// Acquiring for `redsync lock`, without ever waiting in silence.
+//
+// The waiter is one lock_async (or try_lock_async for --wait 0) on main_:
+// one call for the whole wait keeps its place in the name's fair waiting
+// line and is woken by the releases. The library reports per-node detail
+// only when a call ends, so while the waiter waits, a second holder of the
+// same name (checker_) makes a check attempt every second: one try_lock,
+// which reads what stands in the way on every node (another holder,
+// unreachable nodes, nodes the restart guard keeps out, refusals, error
+// replies). From those the tool
+//   - reports on stderr why it is still waiting, after a short while and
+//     then every --report-every (unless -q);
+//   - gives up when two checks in a row find refusals (NOAUTH, WRONGPASS,
+//     NOPERM) or error replies that retrying cannot fix on more nodes than
+//     a quorum can spare: no wait can end well then.
+// A check attempt is an ordinary try_lock: it does not queue, and the
+// waiting line refuses it while another waiter (our own waiter included) is
+// ahead of it; should it win nonetheless (no one in line, the lock free),
+// the tool keeps that acquisition and cancels the waiter. (A library hook
+// that reported each failed attempt of a call in flight would make the
+// check attempts unnecessary.)
+
+#include "acquire_failure.hpp"
+#include "exit_status.hpp"
+#include "lock_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stop_token>
+
+namespace redsync::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// How often the waiter is checked on, and when it is first reported.
+constexpr milliseconds check_interval = 1s;
+constexpr milliseconds first_report = 2s;
+// Checks in a row that must find the wait hopeless before the tool gives up:
+// one error reply does not make a node broken.
+constexpr int hopeless_checks = 2;
+
+}  // namespace
+
+int lock_run::acquire() {
+  std::stop_source stop;
+  const auto started = steady_clock::now();
+  const bool one_try = cfg_.wait && cfg_.wait->count() == 0;
+  context ctx = cfg_.wait && !one_try ? context::timeout(*cfg_.wait) : context{};
+  ctx = ctx.with(stop.get_token());
+  auto done = [ev = ev_](result r) {
+    {
+      std::lock_guard lk(ev->mu);
+      ev->acquired = std::move(r);
+    }
+    ev->wake.notify();
+  };
+  if (one_try) {
+    main_.try_lock_async(ctx, std::move(done));
+  } else {
+    main_.lock_async(ctx, std::move(done));
+  }
+
+  const milliseconds every =
+      cfg_.report_every.count() > 0 ? std::min(check_interval, cfg_.report_every) : check_interval;
+  auto next_check = started + every;
+  auto next_report =
+      started + (cfg_.report_every.count() > 0 ? std::min(first_report, cfg_.report_every) : first_report);
+  bool checking = false;  // a check attempt is in flight
+  int hopeless_in_a_row = 0;
+  std::optional<acquire_verdict> gave_up;
+  std::optional<result> last_check;
+  int interrupted_by = 0;
+  std::optional<result> r;
+  // Whether the waiter still waits, and so may be checked on and reported.
+  const auto waiting = [&] { return !one_try && !r && interrupted_by == 0 && !gave_up && !checker_won_; };
+  while (!r || checking) {
+    std::optional<milliseconds> timeout;
+    if (waiting() && !checking) {
+      timeout = std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(next_check - steady_clock::now()));
+    }
+    const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
+    if (ready.a) {
+      while (auto s = signals_.read()) {
+        if (role_of(s->number) != signal_role::forward_or_interrupt || interrupted_by != 0) continue;
+        interrupted_by = s->number;
+        stop.request_stop();
+      }
+    }
+    std::optional<result> check;
+    if (ready.b) {
+      ev_->wake.drain();
+      std::lock_guard lk(ev_->mu);
+      if (ev_->acquired) r = std::exchange(ev_->acquired, std::nullopt);
+      if (ev_->checked) check = std::exchange(ev_->checked, std::nullopt);
+    }
+    // The waiter is done: a check still in flight is not needed any more.
+    if (r && checking) stop.request_stop();
+    if (check) {
+      checking = false;
+      if (*check) {
+        // The check attempt took the lock: keep it, stop the waiter.
+        checker_won_ = true;
+        stop.request_stop();
+      } else if (waiting()) {
+        const acquire_verdict v = judge_acquisition(*check);
+        hopeless_in_a_row = v.hopeless ? hopeless_in_a_row + 1 : 0;
+        if (hopeless_in_a_row >= hopeless_checks) {
+          gave_up = v;
+          stop.request_stop();
+        } else if (cfg_.report_every.count() > 0 && !cfg_.quiet() && steady_clock::now() >= next_report) {
+          report_waiting(*check, steady_clock::now() - started);
+          next_report = steady_clock::now() + cfg_.report_every;
+        }
+        last_check = std::move(check);
+      }
+    }
+    if (waiting() && !checking && steady_clock::now() >= next_check) {
+      checking = true;
+      next_check = steady_clock::now() + every;
+      checker_.try_lock_async(context{}.with(stop.get_token()), [ev = ev_](result c) {
+        {
+          std::lock_guard lk(ev->mu);
+          ev->checked = std::move(c);
+        }
+        ev->wake.notify();
+      });
+    }
+  }
+
+  const bool acquired = checker_won_ || *r;
+  if (interrupted_by != 0) {
+    if (acquired) release();
+    return exit_status::signal_base + interrupted_by;
+  }
+  if (acquired) {
+    if (cfg_.verbose()) {
+      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, held().token().value,
+                            checker_won_ ? held().last_result().describe() : r->describe()));
+    }
+    return -1;
+  }
+  if (gave_up) return report_failure(*last_check, *gave_up);
+  // An attempt answered by no node says nothing; the last check may.
+  if (r->nodes.empty() && last_check) {
+    result detail = *last_check;
+    detail.error = r->error;
+    return report_failure(detail, judge_acquisition(detail));
+  }
+  return report_failure(*r, judge_acquisition(*r));
+}
+
+void lock_run::report_waiting(const result& check, std::chrono::steady_clock::duration waited) const {
+  const acquire_verdict v = judge_acquisition(check);
+  std::string line = fmt::format("waiting for lock \"{}\" ({} s so far): {}", cfg_.name,
+                                 std::chrono::duration_cast<std::chrono::seconds>(waited).count(), v.why);
+  if (v.status == exit_status::not_acquired)
+    line += fmt::format("; `redsync status {}` shows who", cfg_.name);
+  if (cfg_.verbosity >= 2) line += fmt::format(" [last check: {}]", check.describe());
+  print_err(line);
+}
+
+int lock_run::report_failure(const result& r, const acquire_verdict& v) const {
+  // Refusals and broken nodes are errors, reported even with -q; busy and
+  // unreachable nodes are the ordinary failures -q silences.
+  if (v.hopeless || !cfg_.quiet()) {
+    std::string line;
+    if (v.hopeless) {
+      line = fmt::format("cannot acquire lock \"{}\": {}; that leaves no quorum, and retrying cannot fix it",
+                         cfg_.name, v.why);
+    } else {
+      std::string within;
+      if (cfg_.wait) {
+        within = cfg_.wait->count() == 0 ? " in one try (--wait 0)"
+                                         : fmt::format(" within --wait {} ms", cfg_.wait->count());
+      } else if (cfg_.tries) {
+        within = fmt::format(" in {} tries", *cfg_.tries);
+      }
+      line = fmt::format("could not acquire lock \"{}\"{}: {}", cfg_.name, within, v.why);
+    }
+    if (cfg_.verbose()) line += fmt::format(" [{}]", r.describe());
+    print_err(line);
+  }
+  return v.status;
+}
+
+}  // namespace redsync::cli

@@ -1,0 +1,147 @@
+#include "node_vote.hpp"
+
+#include "human_duration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+namespace redsync::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The record every node keeps for redsync, and the fields read here (see
+// lib/redlock/scripts.hpp): fencing counter, verified server run, since when
+// (server ms), repair mark, longest expiry used on the node (ms).
+constexpr const char* record_key = "redsync:node";
+enum field { fence, run, since, pending, window, fields };
+
+std::string_view info_field(std::string_view info, std::string_view key) {
+  std::size_t at = 0;
+  while ((at = info.find(key, at)) != std::string_view::npos) {
+    if ((at == 0 || info[at - 1] == '\n') && at + key.size() < info.size() && info[at + key.size()] == ':') {
+      const auto from = at + key.size() + 1;
+      const auto to = info.find_first_of("\r\n", from);
+      return info.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
+    }
+    at += key.size();
+  }
+  return {};
+}
+
+std::optional<long long> number(std::string_view s) {
+  long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+node_vote never(std::string why) {
+  return {node_vote::state::never, std::move(why), std::nullopt};
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> vote_commands() {
+  return {{"INFO"}, {"HMGET", record_key, "fence", "run", "since", "pending", "window"}, {"TIME"}};
+}
+
+const char* to_string(node_vote::state s) {
+  switch (s) {
+    case node_vote::state::votes: return "votes";
+    case node_vote::state::not_yet: return "not_yet";
+    case node_vote::state::never: return "never";
+    case node_vote::state::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string vote_suffix(const node_vote& v) {
+  switch (v.what) {
+    case node_vote::state::votes: return {};
+    case node_vote::state::not_yet: return "; does not vote yet: " + v.reason;
+    case node_vote::state::never: return "; never votes: " + v.reason;
+    case node_vote::state::unknown: return "; vote unknown: " + v.reason;
+  }
+  return {};
+}
+
+node_vote vote_of(const probe_reply& info, const probe_reply& record, const probe_reply& time,
+                  milliseconds ttl) {
+  using kind = probe_reply::kind;
+  // The server's identity, as the library reads it from INFO.
+  if (info.type != kind::string) {
+    return never(fmt::format("cannot read INFO ({}): redsync needs it (ACL +info) to tell a restarted server",
+                             info.type == kind::error ? info.str : "no answer"));
+  }
+  const std::string_view text = info.str;
+  const auto run_id = info_field(text, "run_id");
+  if (run_id.empty()) return never("INFO server has no run_id: redsync cannot tell a restarted server");
+  if (const auto role = info_field(text, "role"); !role.empty() && role != "master") {
+    return never(fmt::format("a replica (role:{}): lock nodes must be independent masters", role));
+  }
+  const auto maxmemory = info_field(text, "maxmemory");
+  const auto policy = info_field(text, "maxmemory_policy");
+  if (!maxmemory.empty() && maxmemory != "0" && !policy.empty() && policy != "noeviction") {
+    return never(fmt::format("maxmemory-policy {} may evict lock keys", policy));
+  }
+  std::string identity(run_id);
+  if (const auto replid = info_field(text, "master_replid"); !replid.empty()) {
+    identity += ':';
+    identity += replid;
+  }
+
+  if (record.type != kind::array || record.elements.size() != fields) {
+    return {node_vote::state::unknown,
+            fmt::format("cannot read its redsync record ({})",
+                        record.type == kind::error ? record.str : "unexpected reply"),
+            std::nullopt};
+  }
+  const auto get = [&](field f) -> std::optional<std::string_view> {
+    const probe_reply& e = record.elements[f];
+    if (e.type != kind::string) return std::nullopt;
+    return std::string_view(e.str);
+  };
+  // The guard window: the longest expiry any client used on the node, or
+  // this client's own if longer.
+  const milliseconds window_ms =
+      std::max(ttl, milliseconds{get(window) ? number(*get(window)).value_or(0) : 0});
+  const std::string window_text = human_duration(window_ms);
+  if (get(run) != std::string_view(identity)) {
+    // Not verified for this server run: it votes once a client has repaired
+    // the record, which happens one guard window after a client first met
+    // it unverified (a brand-new cluster is set up at once, and the restart
+    // guard then keeps it out for the window).
+    std::string why;
+    if (!get(fence) && !get(run)) {
+      why = "no redsync record yet (a brand-new node, or it lost its data)";
+    } else {
+      why = "its redsync record is for another server run (it restarted, was replaced or lost its data)";
+    }
+    why += fmt::format("; it votes about {} after a client first meets it{}", window_text,
+                       get(pending) ? " (a client has met it)" : "");
+    return {node_vote::state::not_yet, why, std::nullopt};
+  }
+  // Verified: the restart guard keeps it out until a window has passed since
+  // it was first seen unverified (server clock, so every client agrees).
+  const auto since_ms = get(since) ? number(*get(since)) : std::nullopt;
+  if (!since_ms || time.type != kind::array || time.elements.size() != 2) {
+    return {node_vote::state::votes, {}, std::nullopt};
+  }
+  const auto secs = number(time.elements[0].str);
+  const auto micros = number(time.elements[1].str);
+  if (!secs || !micros) return {node_vote::state::votes, {}, std::nullopt};
+  const milliseconds age{*secs * 1000 + *micros / 1000 - *since_ms};
+  const milliseconds left = window_ms - age;
+  if (left.count() <= 0) return {node_vote::state::votes, {}, std::nullopt};
+  return {node_vote::state::not_yet,
+          fmt::format("restart guard: it votes again in {} (a guard window of {} since it was first seen "
+                      "unverified)",
+                      human_duration(left), window_text),
+          left};
+}
+
+}  // namespace redsync::cli

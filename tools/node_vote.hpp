@@ -1,0 +1,52 @@
+// Whether a node's "yes" counts towards a quorum right now, as a client with
+// the restart guard on (the default) would judge it, from what `status` and
+// `ping` read on the node: INFO, the redsync record and the server's clock.
+// The rules are the library's (lib/redlock/node_trust.hpp), read without
+// changing anything: a node that cannot be identified, is a replica or may
+// evict keys never votes; one whose record does not name its current server
+// run (brand-new, restarted, replaced, flushed) votes only once a client has
+// repaired the record, about one guard window after first meeting it; one
+// repaired less than the guard window ago is held back by the restart guard.
+// Pure.
+#pragma once
+
+#include "node_probe.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redsync::cli {
+
+/// The commands whose replies vote_of() reads, in this order.
+std::vector<std::vector<std::string>> vote_commands();
+
+struct node_vote {
+  enum class state {
+    votes,    ///< its yes counts
+    not_yet,  ///< unverified or held back by the restart guard; it will vote
+    never,    ///< cannot be trusted at all: INFO refused, no run_id, replica, evicting
+    unknown,  ///< its record could not be read
+  };
+  state what = state::unknown;
+  /// Why it does not vote, for people; empty when it votes.
+  std::string reason{};
+  /// Restart guard: how long until it votes again.
+  std::optional<std::chrono::milliseconds> votes_in{};
+};
+
+/// Judges one node from its replies to vote_commands(), in order, as a
+/// client whose own guard window is `ttl` (its expiry) would: the window
+/// is the longer of that and the longest expiry recorded on the node.
+node_vote vote_of(const probe_reply& info, const probe_reply& record, const probe_reply& time,
+                  std::chrono::milliseconds ttl);
+
+/// "votes", "not_yet", "never", "unknown".
+const char* to_string(node_vote::state s);
+
+/// What a node line of `status` and `ping` adds: empty when the node votes,
+/// else e.g. "; does not vote yet: restart guard: ...".
+std::string vote_suffix(const node_vote& v);
+
+}  // namespace redsync::cli
