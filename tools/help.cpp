@@ -14,7 +14,7 @@ Commands:
                  while holding it, release it
   lock [OPTIONS] NAME
                  acquire NAME, print its value and token, hold it until
-                 SIGINT or SIGTERM, release it
+                 a signal (SIGINT, SIGTERM, ...), release it
   status [OPTIONS] NAME
                  show what every node holds for NAME, who holds it, and
                  which nodes do not vote yet
@@ -63,9 +63,9 @@ with COMMAND's status (128+N if signal N killed it). With -c, COMMAND is
 
 Without a command (hold mode), print REDSYNC_LOCK_NAME=...,
 REDSYNC_LOCK_VALUE=... and REDSYNC_FENCING_TOKEN=... on stdout, one per
-line (quoted for the shell where needed), hold the lock (extended automatically) until SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGUSR1, SIGUSR2 or SIGALRM, release it and exit 0 (79 if it was
-lost meanwhile).
+line (quoted for the shell where needed), hold the lock (extended
+automatically) until SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 or
+SIGALRM, release it and exit 0 (79 if it was lost meanwhile).
 
 COMMAND gets these environment variables:
   REDSYNC_LOCK_NAME      the lock name

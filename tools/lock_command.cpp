@@ -165,7 +165,8 @@ int lock_run::hold() {
   fmt::print("REDSYNC_LOCK_NAME={}\nREDSYNC_LOCK_VALUE={}\nREDSYNC_FENCING_TOKEN={}\n", shell_word(cfg_.name),
              shell_word(m.value()), m.token().value);
   std::fflush(stdout);
-  if (cfg_.verbose()) print_err(fmt::format("holding lock \"{}\" until SIGINT or SIGTERM", cfg_.name));
+  if (cfg_.verbose())
+    print_err(fmt::format("holding lock \"{}\" until a signal (SIGINT, SIGTERM, SIGHUP, ...)", cfg_.name));
   for (;;) {
     const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
     if (ready.a) {
