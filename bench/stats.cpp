@@ -1,5 +1,7 @@
 #include "stats.hpp"
 
+#include "json.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,27 +11,6 @@
 namespace bench {
 
 namespace {
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
 
 std::string number(double v) {
   if (!std::isfinite(v)) return "null";
@@ -48,7 +29,7 @@ json& json::integer(std::string_view key, std::int64_t v) {
   return *this;
 }
 json& json::text(std::string_view key, std::string_view v) {
-  fields_.emplace_back(key, quote(v));
+  fields_.emplace_back(key, redsync::cli::json_string(v));
   return *this;
 }
 json& json::flag(std::string_view key, bool v) {
@@ -86,7 +67,7 @@ std::string json::str() const {
   std::string s = "{";
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     if (i) s += ",";
-    s += quote(fields_[i].first);
+    s += redsync::cli::json_string(fields_[i].first);
     s += ':';
     s += fields_[i].second;
   }

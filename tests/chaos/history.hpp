@@ -6,6 +6,8 @@
 // random process id ("proc") that, unlike the pid, is never reused in a run.
 #pragma once
 
+#include "json.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -38,6 +40,7 @@ class history {
 };
 
 // `s` as a JSON string literal, quotes included.
-std::string json_string(std::string_view s);
+// `s` as a JSON string literal (the CLI's escaping: valid JSON for any bytes).
+using redsync::cli::json_string;
 
 }  // namespace redsync::chaos

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "json.hpp"
+
 #include <redsync/error.hpp>
 
 #include <fmt/format.h>
@@ -11,6 +13,8 @@
 namespace redsync::soak {
 
 namespace {
+
+using redsync::cli::json_string;
 
 std::string_view errc_name(int v) {
   return to_string(static_cast<errc>(v));
@@ -30,21 +34,6 @@ std::string counts(const std::map<int, std::uint64_t>& m) {
   std::string out;
   for (const auto& [k, v] : m) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", errc_name(k), v);
   return out.empty() ? "none" : out;
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 template <class Map>
