@@ -1,4 +1,4 @@
-// The one doctest main of the redis suite; it owns the harness lifetime.
+// The one doctest main of every test program; it owns the harness lifetime.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
