@@ -101,9 +101,10 @@ class acquisition final : public mutex_operation, public release_listener::waite
     if (attempts_ < max_tries_)
       next_delay_ =
           st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
-    const auto line = line_->script_args(next_delay_);
-    st_->acquire_call = make_script_call(acquire_script(), st_->acquire_keys,
-                                         {value_, st_->expiry_ms, line[0], line[1], line[2], line[3]});
+    const auto line = line_->args_for_attempt(next_delay_);
+    st_->acquire_call =
+        make_script_call(acquire_script(), st_->acquire_keys,
+                         {value_, st_->expiry_ms, line.arrival, line.lease_ms, line.wait, line.claim_ms});
     // Restart guard: the first acquisition of this Redsync waits until every
     // node's record was looked at; later ones go at once.
     waiting_for_survey_ = true;

@@ -20,19 +20,21 @@ std::string now_in_microseconds() {
 
 }  // namespace
 
+// A head of line is given one command timeout plus the longest default retry
+// delay to take a lock that became free: enough for a live waiter (woken at
+// once, or retrying after a missed wake-up), short next to a lease when it is
+// gone.
 waiting_line::waiting_line(mutex_state& st, std::string_view value, bool waits)
-    : st_(st), value_(value), waits_(waits), arrival_(now_in_microseconds()) {}
+    : st_(st),
+      value_(value),
+      waits_(waits),
+      arrival_(now_in_microseconds()),
+      claim_ms_(std::to_string((duration_cast<milliseconds>(st.timeout) + milliseconds{250}).count())) {}
 
-std::array<std::string, 4> waiting_line::script_args(milliseconds next_delay) const {
+waiting_line::script_args waiting_line::args_for_attempt(milliseconds next_delay) const {
   // The lease covers the gap until our next attempt refreshes it.
   const auto lease = 2 * next_delay + duration_cast<milliseconds>(st_.timeout) + milliseconds{1000};
-  // A head of line is given one command timeout plus the longest default
-  // retry delay to take a lock that became free: enough for a live waiter
-  // (woken at once, or retrying after a missed wake-up), short next to a
-  // lease when it is gone.
-  const auto claim = duration_cast<milliseconds>(st_.timeout) + milliseconds{250};
-  return {arrival_, std::to_string(lease.count()), waits_ && reaches_quorum_ ? "1" : "0",
-          std::to_string(claim.count())};
+  return {arrival_, std::to_string(lease.count()), waits_ && reaches_quorum_ ? "1" : "0", claim_ms_};
 }
 
 void waiting_line::on_attempt_sent() {

@@ -11,7 +11,6 @@
 #include "redlock/release_listener.hpp"
 #include "redlock/round.hpp"
 
-#include <array>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -24,9 +23,14 @@ class waiting_line {
   waiting_line(mutex_state& st, std::string_view value, bool waits);
 
   // The acquire script's line arguments for the next attempt, whose retry
-  // delay will be `next_delay`: arrival (µs), lease ms, "1" to wait in line,
-  // claim window ms.
-  std::array<std::string, 4> script_args(std::chrono::milliseconds next_delay) const;
+  // delay will be `next_delay`. The views point into this object.
+  struct script_args {
+    std::string_view arrival;  // µs since the epoch: our rank
+    std::string lease_ms;
+    std::string_view wait;  // "1" to wait in line, else "0"
+    std::string_view claim_ms;
+  };
+  script_args args_for_attempt(std::chrono::milliseconds next_delay) const;
   // The attempt was sent: if it asked to wait, we may be in the lines now.
   void on_attempt_sent();
   // What the attempt's answers say about our place, and whether it reached a
@@ -49,6 +53,7 @@ class waiting_line {
   const std::string_view value_;
   const bool waits_;
   const std::string arrival_;   // our rank, kept across attempts
+  const std::string claim_ms_;  // see the constructor
   bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
   bool joined_ = false;
   bool listening_ = false;
