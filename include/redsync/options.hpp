@@ -115,7 +115,9 @@ struct mutex_options {
   /// Makes each acquisition's value. Default (empty): 16 bytes from the OS
   /// CSPRNG, base64-encoded (24 characters). Must return non-empty strings.
   std::function<std::string()> value_generator{};
-  /// A fixed value instead of a generated one (redsync's WithValue).
+  /// A fixed value instead of a generated one (redsync's WithValue). Neither
+  /// it nor a generated value may be empty or start with a NUL byte (that
+  /// marks a key a release reserved for the next waiter).
   std::optional<std::string> value{};
   /// Return from an attempt as soon as a quorum is reached or has become
   /// impossible, instead of waiting for every node. Default false.

@@ -13,6 +13,7 @@
 
 #include "redlock/acquisition.hpp"
 
+#include "redlock/fast_acquire.hpp"
 #include "redlock/fencing.hpp"
 #include "redlock/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
@@ -90,6 +91,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     if (!st_->begin_acquisition(value_)) return finish(errc::already_held);
     line_.emplace(*st_, value_, blocking_);
     max_tries_ = blocking_ ? st_->opts.tries : 1;
+    if (st_->names.size() == 1) fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
     attempt();
   }
 
@@ -120,16 +122,49 @@ class acquisition final : public mutex_operation, public release_listener::waite
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec = mutex_round(*st_, st_->acquire_call, classify_acquire);
+    if (attempts_ == 1 && fast_wire_) spec.send = fast_sender(std::move(spec.send));
     // Restart guard: a yes from a node whose vote does not count yet is
     // reported as `excluded` and not counted.
-    spec.exclude_yes = [e = &eng_](std::size_t i, const reply& r, std::string& why) {
-      return e->trust().exclude_yes(i, r, why);
+    spec.exclude_yes = [e = &eng_, expiry = st_->opts.expiry](std::size_t i, const reply& r,
+                                                              std::string& why) {
+      return e->trust().exclude_yes(i, r, expiry, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
   }
 
+  // Step 2 without a script where it can (fast_acquire.hpp): the first
+  // attempt of a single-name lock sends the transaction to every node whose
+  // recorded window covers our expiry, and the acquire script (`script`) to
+  // the others. Where the transaction's SET NX lost and we wait, the script
+  // follows on the same connection within the command timeout's remainder,
+  // so we join the line there; unless the round has reported by then: a
+  // release sent after the report must not be overtaken by a later SET.
+  round_sender fast_sender(round_sender script) {
+    return [self = self(), script = std::move(script), round = rounds_reported_](
+               std::size_t i, node_pool& pool, command_callback done) mutable {
+      acquisition& a = *self;
+      if (!a.eng_.trust().window_covers(i, a.st_->opts.expiry)) return script(i, pool, std::move(done));
+      auto on_exec = [self, round, &pool, done = std::move(done)](command_result&& r) mutable {
+        acquisition& a = *self;
+        if (r.status == transport_status::ok) r.value = fast_acquire_answer(r.value);
+        const bool lost = r.status == transport_status::ok && r.value.type == reply::kind::nil;
+        const auto left = a.st_->timeout - r.latency;
+        if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
+            left <= microseconds::zero())
+          return done(std::move(r));
+        send_script(pool, a.st_->route, a.st_->acquire_call, left,
+                    [first = r.latency, done = std::move(done)](command_result&& joined) {
+                      joined.latency += first;
+                      done(std::move(joined));
+                    });
+      };
+      pool.send(a.st_->route, a.fast_wire_, a.st_->timeout, std::move(on_exec), fast_acquire_replies);
+    };
+  }
+
   // Redlock step 3: a quorum of yes votes, or the attempt failed.
   void on_attempt(tally&& t) {
+    ++rounds_reported_;
     in_round_ = false;
     if (finished()) return;  // abandoned: the release already went out
     last_ = std::move(t);
@@ -230,6 +265,8 @@ class acquisition final : public mutex_operation, public release_listener::waite
 
   const bool blocking_;
   const std::string value_;
+  wire_command fast_wire_;  // the transaction, for a single-name lock
+  std::uint64_t rounds_reported_ = 0;
   std::optional<waiting_line> line_;  // from start(): the arrival is taken when our turn comes
   loop_timer* retry_timer_ = nullptr;
   int max_tries_ = 1;

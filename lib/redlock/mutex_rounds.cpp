@@ -8,7 +8,7 @@
 namespace redsync::detail {
 
 round_sender script_sender(const mutex_state& st, const script_call& call) {
-  return [call, route = st.route, timeout = st.timeout](node_pool& pool, command_callback cb) {
+  return [call, route = st.route, timeout = st.timeout](std::size_t, node_pool& pool, command_callback cb) {
     send_script(pool, route, call, timeout, std::move(cb));
   };
 }
@@ -31,14 +31,14 @@ round_sender retried_release_sender(mutex_state& st) {
   return [e = &st.eng, call = st.release_call, route = st.route, timeout = st.timeout,
           give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
           wanted = [s = st.shared_from_this(), gen = st.generation] { return s->generation == gen; }](
-             node_pool& pool, command_callback done) {
+             std::size_t, node_pool& pool, command_callback done) {
     send_release(*e, pool, route, call, timeout, give_up_at, wanted, std::move(done));
   };
 }
 
 void release_everywhere_retried(mutex_state& st) {
   const auto send = retried_release_sender(st);
-  for (std::size_t i = 0; i < st.eng.size(); ++i) send(st.eng.node(i), [](command_result&&) {});
+  for (std::size_t i = 0; i < st.eng.size(); ++i) send(i, st.eng.node(i), [](command_result&&) {});
 }
 
 void send_release_unawaited(mutex_state& st, std::size_t i) {

@@ -15,7 +15,7 @@
 
 namespace redsync::detail {
 
-using round_sender = std::function<void(node_pool& pool, command_callback done)>;
+using round_sender = std::function<void(std::size_t i, node_pool& pool, command_callback done)>;
 
 // Sends `call` to a node as this mutex does (its route, its timeout).
 round_sender script_sender(const mutex_state& st, const script_call& call);

@@ -44,11 +44,14 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
       expiry_ms(std::to_string(opts.expiry.count())),
+      claim_ms(std::to_string(
+          (std::chrono::duration_cast<std::chrono::milliseconds>(timeout) + std::chrono::milliseconds{250})
+              .count())),
       line_keys(derive(names, line_key)),
       lease_keys(derive(names, lease_key)),
       channels(derive(names, release_channel)),
       acquire_keys(concat({&names, &line_keys, &lease_keys}, 1)),
-      release_keys(concat({&names, &line_keys})) {
+      release_keys(concat({&names, &line_keys, &lease_keys})) {
   if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
 }
 
@@ -59,6 +62,11 @@ std::string mutex_state::make_value() const {
     if (v.empty())
       throw config_error(
           fmt::format("mutex_options.value_generator returned an empty value for lock \"{}\"", name));
+    if (v.front() == '\0')
+      throw config_error(fmt::format(
+          "mutex_options.value_generator returned a value starting with a NUL byte for lock \"{}\" "
+          "(such values mark keys reserved for a waiter)",
+          name));
     return v;
   }
   return random_value();
@@ -78,7 +86,7 @@ bool mutex_state::begin_acquisition(const std::string& v) {
     token = fencing_token{};
     lost = std::stop_source{};
   }
-  std::vector<std::string_view> args{v};
+  std::vector<std::string_view> args{v, claim_ms};
   args.insert(args.end(), channels.begin(), channels.end());
   release_call = make_script_call(release_script(), release_keys, args);
   extend_call = {};  // built by the first extension of this acquisition

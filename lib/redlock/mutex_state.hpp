@@ -42,11 +42,15 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;              // PX argument
+  // How long a head of the waiting line has to take a lock released to it:
+  // one command timeout plus the longest default retry delay.
+  const std::string claim_ms;
   // Per name, in the order of `names`:
   const std::vector<std::string> line_keys;   // waiters for the name, oldest first
   const std::vector<std::string> lease_keys;  // each waiter's lease in that line
   const std::vector<std::string> channels;    // where releases of the name are announced
-  // Script KEYS: acquire = names, record, lines, leases; release = names, lines.
+  // Script KEYS: acquire = names, record, lines, leases; release = names,
+  // lines, leases.
   const std::vector<std::string_view> acquire_keys;
   const std::vector<std::string_view> release_keys;
 

@@ -120,8 +120,13 @@ void node_trust::on_server_info(std::size_t i, const reply& info) {
   nodes_[i].problem = std::move(id.problem);
 }
 
-bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
-  const node& n = nodes_[i];
+bool node_trust::window_covers(std::size_t i, milliseconds expiry) const {
+  return nodes_[i].counted_window >= expiry;
+}
+
+bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {
+  node& n = nodes_[i];
+  n.counted_window = milliseconds::zero();
   if (!n.problem.empty()) {
     why = n.problem;
     return true;
@@ -162,6 +167,14 @@ bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string& why) {
         short_id(n.identity), fsec(shown_age).count(), w.count(), fsec(w - shown_age).count());
     return true;
   }
+  if (recorded < expiry) {
+    why = fmt::format(
+        "its redsync record's window ({} ms) is shorter than this lock's expiry ({} ms): other clients "
+        "would repair the node too early after a restart; the next attempt raises it",
+        recorded.count(), expiry.count());
+    return true;
+  }
+  n.counted_window = recorded;
   return false;
 }
 

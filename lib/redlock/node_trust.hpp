@@ -97,11 +97,17 @@ class node_trust {
   // it was refused).
   void on_server_info(std::size_t i, const reply& info);
 
-  // Node i said yes to an acquisition with `r` = {token, record identity, ms
-  // since first verified, recorded window ms}. True (with the reason) when
-  // that vote must not count; a node found unverified is repaired in the
-  // background.
-  bool exclude_yes(std::size_t i, const reply& r, std::string& why);
+  // Node i said yes to an acquisition with expiry `expiry` with `r` =
+  // {token, record identity, ms since first verified, recorded window ms}.
+  // True (with the reason) when that vote must not count; a node found
+  // unverified is repaired in the background. A recorded window below the
+  // expiry (possible only from the transaction of fast_acquire.hpp, which
+  // cannot raise it) does not count either.
+  bool exclude_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry, std::string& why);
+
+  // Node i's last counted vote showed a recorded window of at least
+  // `expiry`: the transaction may acquire there (fast_acquire.hpp).
+  bool window_covers(std::size_t i, std::chrono::milliseconds expiry) const;
 
   // Runs `ready` once every node's record has been looked at (and repaired
   // where that needs no delay) since this Redsync started: on the first call
@@ -124,6 +130,7 @@ class node_trust {
     std::int64_t first_seen = 0;   // server ms when first seen unverified (look 1)
     clock::time_point ready_at{};  // when the second look may repair it
     std::string blocked;           // why the last look could not repair it, if so
+    std::chrono::milliseconds counted_window{0};  // the recorded window of its last counted vote
   };
   struct look;
 

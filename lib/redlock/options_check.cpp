@@ -99,6 +99,9 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
     if (options.value->empty()) {
       fail("mutex_options.value = \"\": must not be empty");
     }
+    if (options.value->front() == '\0') {
+      fail("mutex_options.value starts with a NUL byte: such values mark keys reserved for a waiter");
+    }
     if (options.value_generator) {
       fail(
           "mutex_options.value is set and so is "

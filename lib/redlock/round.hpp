@@ -37,8 +37,8 @@ struct tally {
 using classify_fn = node_status (*)(const reply& value);
 
 struct round_spec {
-  // Sends the round's command to node `i` and calls `done` once.
-  std::function<void(node_pool& pool, command_callback done)> send;
+  // Sends the round's command to node `i` (its pool) and calls `done` once.
+  std::function<void(std::size_t i, node_pool& pool, command_callback done)> send;
   classify_fn classify = nullptr;
   std::size_t quorum = 0;
   // Report as soon as the quorum is reached or has become impossible.

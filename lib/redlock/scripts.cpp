@@ -1,8 +1,11 @@
-// The Lua sources of the scripts, each script's SHA1 (computed once), and
-// the keys and channel derived from a lock name.
+// The Lua sources of the lock scripts (acquire, release, leave, extend,
+// check), each script's SHA1 (computed once), and the keys and channel
+// derived from a lock name. The node record's scripts are in
+// record_scripts.cpp.
 
 #include "redlock/scripts.hpp"
 
+#include "redlock/script_cache.hpp"
 #include "util/sha1.hpp"
 
 namespace redsync::detail {
@@ -13,34 +16,92 @@ namespace {
 // several for a multi-name lock, always in sorted order) and is
 // all-or-nothing on a node. Per-name keys follow the names in the same order.
 
+// The pieces every script that reads a waiting line shares: the server
+// clock (read at most once, before any write) and the live head of a line.
+// Each script that uses them defines `n` and `line(i)`, `leases(i)` first,
+// and has the names as its first KEYS.
+// A key holding `reserved_prefix .. value` is reserved for the waiter with
+// that value (see release_body): it is nobody's lock, and only that
+// waiter's acquisition may take it.
+constexpr std::string_view line_prelude = R"lua(
+local reserved_prefix = '\0redsync:next\0'
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
+-- The oldest waiter of line i whose lease has not run out (expired ones go).
+local function live_head(i)
+  while true do
+    local first = redis.call('ZRANGE', line(i), 0, 0)[1]
+    if not first then
+      return nil
+    end
+    if tonumber(redis.call('HGET', leases(i), first) or '0') >= clock() then
+      return first
+    end
+    redis.call('ZREM', line(i), first)
+    redis.call('HDEL', leases(i), first)
+  end
+end
+-- Lets go of name i: reserves it for the live head of its line for the
+-- claim window and announces the head on the name's channel, or deletes it
+-- when nobody waits.
+local function pass_on(i, channel, claim_ms)
+  local head = nil
+  if redis.call('EXISTS', line(i)) == 1 then
+    head = live_head(i)
+  end
+  if head then
+    redis.call('SET', KEYS[i], reserved_prefix .. head, 'PX', claim_ms)
+    redis.call('PUBLISH', channel, head)
+  else
+    redis.call('DEL', KEYS[i])
+  end
+end
+)lua";
+
 // Compare-and-delete: only our value is ever deleted. The three-way answer
-// lets unlock tell "expired" (0) from "taken" (-1).
-// KEYS = names (n), their waiting lines (n); ARGV = value, then the release
-// channel of each name (n). For every name we deleted whose line has a
-// waiter, the head of that line is announced on that name's channel so it
-// can try at once instead of sleeping out its retry delay.
-constexpr std::string_view release_source = R"lua(
-local n = #KEYS / 2
-local mine, foreign = {}, 0
+// lets unlock tell "expired" (0) from "taken" (-1); a key reserved for a
+// waiter counts as expired (it is nobody's lock, and our own earlier release
+// may have reserved it).
+// KEYS = names (n), their waiting lines (n), their leases (n); ARGV = value,
+// claim window ms, then the release channel of each name (n).
+// For every name of ours whose line has a live waiter, the key is not
+// deleted but reserved for the head of the line for the claim window, and
+// the head is announced on the name's channel so it tries at once instead
+// of sleeping out its retry delay. While the key is reserved, a newcomer's
+// plain SET NX (the uncontended acquisition, fast_acquire.hpp) fails, so it
+// cannot overtake the line; a head that does not come within the claim
+// window lets the reservation expire.
+constexpr std::string_view release_head = R"lua(
+local n = #KEYS / 3
+local function line(i) return KEYS[n + i] end
+local function leases(i) return KEYS[2 * n + i] end
+)lua";
+constexpr std::string_view release_body = R"lua(
+local reserved_for_us = reserved_prefix .. ARGV[1]
+local mine, foreign = 0, 0
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v == ARGV[1] then
-    mine[#mine + 1] = i
-  elseif v then
+    mine = mine + 1
+    pass_on(i, ARGV[2 + i], ARGV[2])
+  elseif v == reserved_for_us then
+    -- A release reserved it for us while we were still in line, and we got
+    -- the lock elsewhere: not ours to report, but ours to pass on.
+    pass_on(i, ARGV[2 + i], ARGV[2])
+  elseif v and string.sub(v, 1, #reserved_prefix) ~= reserved_prefix then
     foreign = foreign + 1
-  end
-end
-for _, i in ipairs(mine) do
-  redis.call('DEL', KEYS[i])
-  local next_in_line = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
-  if next_in_line then
-    redis.call('PUBLISH', ARGV[1 + i], next_in_line)
   end
 end
 if foreign > 0 then
   return -1
 end
-if #mine > 0 then
+if mine > 0 then
   return 1
 end
 return 0
@@ -106,36 +167,17 @@ return 1
 // used here (raised to ours if ours is longer)}; the client decides from
 // these whether the node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
 // every line), -1 (busy; others are ahead), or nil (busy; not waiting).
-constexpr std::string_view acquire_source = R"lua(
+constexpr std::string_view acquire_head = R"lua(
 local n = (#KEYS - 1) / 3
+local function line(i) return KEYS[n + 1 + i] end
+local function leases(i) return KEYS[2 * n + 1 + i] end
+)lua";
+constexpr std::string_view acquire_body = R"lua(
 local record = KEYS[n + 1]
 local value = ARGV[1]
-local now = nil
-local function clock()
-  if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now
-end
--- The oldest waiter of line i whose lease has not run out (expired ones go).
-local function live_head(i)
-  local line, leases = KEYS[n + 1 + i], KEYS[2 * n + 1 + i]
-  while true do
-    local first = redis.call('ZRANGE', line, 0, 0)[1]
-    if not first then
-      return nil
-    end
-    if tonumber(redis.call('HGET', leases, first) or '0') >= clock() then
-      return first
-    end
-    redis.call('ZREM', line, first)
-    redis.call('HDEL', leases, first)
-  end
-end
 local free, queued, blocked = true, {}, {}
 for i = 1, n do
-  if redis.call('EXISTS', KEYS[n + 1 + i]) == 1 then
+  if redis.call('EXISTS', line(i)) == 1 then
     queued[i] = true
     local head = live_head(i)
     if head and head ~= value then
@@ -157,18 +199,17 @@ if not free then
     -- in the leases) tells a head on its way from one that is gone.
     free = true
     for _, i in ipairs(blocked) do
-      local leases = KEYS[2 * n + 1 + i]
-      local since = redis.call('HGET', leases, '\0free')
+      local since = redis.call('HGET', leases(i), '\0free')
       if not since then
-        redis.call('HSET', leases, '\0free', clock())
+        redis.call('HSET', leases(i), '\0free', clock())
         free = false
       elseif clock() - tonumber(since) < tonumber(ARGV[6]) then
         free = false
       else
         local head = live_head(i)
-        redis.call('ZREM', KEYS[n + 1 + i], head)
-        redis.call('HDEL', leases, head)
-        redis.call('HSET', leases, '\0free', clock())
+        redis.call('ZREM', line(i), head)
+        redis.call('HDEL', leases(i), head)
+        redis.call('HSET', leases(i), '\0free', clock())
         local next_head = live_head(i)
         if next_head and next_head ~= value then
           free = false
@@ -177,28 +218,36 @@ if not free then
     end
   end
 end
-if free then
-  if n == 1 then
-    free = redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
-  else
-    for i = 1, n do
-      if redis.call('EXISTS', KEYS[i]) == 1 then
-        free = false
-        break
-      end
-    end
+-- A key reserved for us by a release (we are the head it found) is free
+-- for us; every other value, a reservation for someone else included,
+-- means busy.
+local mine_reserved = reserved_prefix .. value
+if free and n == 1 then
+  if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
+    free = redis.call('GET', KEYS[1]) == mine_reserved
     if free then
-      for i = 1, n do
-        redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
-      end
+      redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
+    end
+  end
+elseif free then
+  for i = 1, n do
+    local v = redis.call('GET', KEYS[i])
+    if v and v ~= mine_reserved then
+      free = false
+      break
+    end
+  end
+  if free then
+    for i = 1, n do
+      redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
     end
   end
 end
 if free then
   for i = 1, n do
     if queued[i] then
-      redis.call('ZREM', KEYS[n + 1 + i], value)
-      redis.call('HDEL', KEYS[2 * n + 1 + i], value, '\0free')
+      redis.call('ZREM', line(i), value)
+      redis.call('HDEL', leases(i), value, '\0free')
     end
   end
   local token = redis.call('HINCRBY', record, 'fence', 1)
@@ -220,12 +269,11 @@ end
 local lease = tonumber(ARGV[4])
 local first_everywhere = true
 for i = 1, n do
-  local line, leases = KEYS[n + 1 + i], KEYS[2 * n + 1 + i]
-  redis.call('ZADD', line, 'NX', ARGV[3], value)
-  redis.call('HSET', leases, value, clock() + lease)
-  redis.call('PEXPIRE', line, 2 * lease)
-  redis.call('PEXPIRE', leases, 2 * lease)
-  if redis.call('ZRANGE', line, 0, 0)[1] ~= value then
+  redis.call('ZADD', line(i), 'NX', ARGV[3], value)
+  redis.call('HSET', leases(i), value, clock() + lease)
+  redis.call('PEXPIRE', line(i), 2 * lease)
+  redis.call('PEXPIRE', leases(i), 2 * lease)
+  if redis.call('ZRANGE', line(i), 0, 0)[1] ~= value then
     first_everywhere = false
   end
 end
@@ -235,83 +283,43 @@ end
 return -1
 )lua";
 
-// A waiter that gives up leaves the lines. KEYS = lines (n), leases (n);
-// ARGV = value.
-constexpr std::string_view leave_source = R"lua(
-local n = #KEYS / 2
+// A waiter that gives up (or got the lock elsewhere) leaves the lines, and
+// passes on any name a release reserved for it meanwhile.
+// KEYS and ARGV as release_body's.
+constexpr std::string_view leave_body = R"lua(
+local reserved_for_us = reserved_prefix .. ARGV[1]
 for i = 1, n do
-  redis.call('ZREM', KEYS[i], ARGV[1])
-  redis.call('HDEL', KEYS[n + i], ARGV[1])
-end
-return 1
-)lua";
-
-// Fencing write-back. KEYS = first name, node record; ARGV = value, token.
-constexpr std::string_view fence_source = R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local c = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
-  if c < tonumber(ARGV[2]) then
-    redis.call('HSET', KEYS[2], 'fence', ARGV[2])
+  redis.call('ZREM', line(i), ARGV[1])
+  redis.call('HDEL', leases(i), ARGV[1])
+  if redis.call('GET', KEYS[i]) == reserved_for_us then
+    pass_on(i, ARGV[2 + i], ARGV[2])
   end
-  return 1
-end
-return 0
-)lua";
-
-// Reads the node record for the repair: {fence, identity, since, server now
-// ms, mark, window}, missing fields as ''. The mark (the record's `pending`
-// field) is set to ARGV[1] if the record has none and ARGV[1] is not empty.
-// Any mark will do for the repair: what matters is that a flush wipes it.
-constexpr std::string_view record_read_source = R"lua(
-local r = redis.call('HMGET', KEYS[1], 'fence', 'run', 'since', 'pending', 'window')
-local mark = r[4]
-if not mark and ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[1], 'pending', ARGV[1])
-  mark = ARGV[1]
-end
-local t = redis.call('TIME')
-local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-return {r[1] or '', r[2] or '', r[3] or '', now, mark or '', r[5] or ''}
-)lua";
-
-// Repairs a node record. KEYS = node record; ARGV = counter floor, identity,
-// mark, since (server ms), window ms. Only if the record still carries the
-// mark read earlier (so it was not flushed since): raises the counter to at
-// least the floor and the window to at least ARGV's and, unless already
-// stamped for this identity, stamps it (identity, since). Returns 1 if
-// applied, 0 if the mark was gone.
-constexpr std::string_view record_stamp_source = R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'fence', 'run', 'pending', 'window')
-if cur[3] ~= ARGV[3] then
-  return 0
-end
-if tonumber(cur[1] or '0') < tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'fence', ARGV[1])
-end
-if tonumber(cur[4] or '0') < tonumber(ARGV[5]) then
-  redis.call('HSET', KEYS[1], 'window', ARGV[5])
-end
-if cur[2] ~= ARGV[2] then
-  redis.call('HSET', KEYS[1], 'run', ARGV[2], 'since', ARGV[4])
 end
 return 1
 )lua";
 
-// A script with its SHA1, computed once per script.
-template <const std::string_view& Source>
-const lua_script& cached_script() {
-  static const lua_script s{Source, sha1_hex(Source)};
+// A script made of a head (which defines `n`, `line(i)` and `leases(i)`),
+// the line prelude and a body, joined and hashed once.
+template <const std::string_view& Head, const std::string_view& Body>
+const lua_script& line_script() {
+  static const std::string source = [] {
+    std::string s(Head);
+    s += line_prelude;
+    s += Body;
+    return s;
+  }();
+  static const lua_script s{source, sha1_hex(source)};
   return s;
 }
 
 }  // namespace
 
 const lua_script& acquire_script() {
-  return cached_script<acquire_source>();
+  return line_script<acquire_head, acquire_body>();
 }
 
 const lua_script& leave_script() {
-  return cached_script<leave_source>();
+  return line_script<release_head, leave_body>();
 }
 
 std::string line_key(std::string_view name) {
@@ -320,20 +328,13 @@ std::string line_key(std::string_view name) {
 std::string lease_key(std::string_view name) {
   return std::string(name) + ":redsync-leases";
 }
+std::string reserved_value(std::string_view head) {
+  std::string v(reserved_value_prefix, sizeof reserved_value_prefix - 1);
+  v += head;
+  return v;
+}
 std::string release_channel(std::string_view name) {
   return "redsync:release:" + std::string(name);
-}
-
-const lua_script& fence_script() {
-  return cached_script<fence_source>();
-}
-
-const lua_script& record_read_script() {
-  return cached_script<record_read_source>();
-}
-
-const lua_script& record_stamp_script() {
-  return cached_script<record_stamp_source>();
 }
 
 const lua_script& check_script() {
@@ -341,7 +342,7 @@ const lua_script& check_script() {
 }
 
 const lua_script& release_script() {
-  return cached_script<release_source>();
+  return line_script<release_head, release_body>();
 }
 
 const lua_script& extend_script() {

@@ -34,7 +34,8 @@ inline constexpr std::string_view record_key = "redsync:node";
 // not waiting).
 const lua_script& acquire_script();
 
-// Leaving the waiting lines. KEYS = lines (n), leases (n); ARGV = value.
+// Leaving the waiting lines. KEYS and ARGV as release_script's. Also passes
+// on (as a release does) every name reserved for us meanwhile.
 const lua_script& leave_script();
 
 // Fencing write-back. KEYS = first name, record; ARGV = value, token. Only
@@ -52,16 +53,26 @@ const lua_script& record_read_script();
 // stamped for that identity. Returns 1 if applied, 0 if the mark was gone.
 const lua_script& record_stamp_script();
 
+// What a release leaves in a key for the head of its line: a value no
+// client's lock value can be (it starts with a NUL byte, which
+// options_check refuses in a lock value).
+std::string reserved_value(std::string_view head);
+inline constexpr char reserved_value_prefix[] = "\0redsync:next\0";
+
 // Keys and channel derived from one lock name.
 std::string line_key(std::string_view name);
 std::string lease_key(std::string_view name);
 std::string release_channel(std::string_view name);
 
-// KEYS = names (n), lines (n); ARGV = value, release channel of each name.
-// Deletes the names holding our value and, for each of them whose line has
-// a waiter, publishes the head of that line on the name's channel.
-// Returns -1 if any name holds another value (left alone), else 1 if
-// something of ours was deleted, else 0 (all missing).
+// KEYS = names (n), lines (n), leases (n); ARGV = value, claim window ms,
+// release channel of each name (n). For each name holding our value: if its
+// line has a live waiter, reserves the key for the head of the line for the
+// claim window (`reserved_value`) and publishes the head on the name's
+// channel; else deletes the key. A name reserved for us (a release found
+// us in line, but we got the lock elsewhere) is passed on the same way.
+// Returns -1 if any name holds another value (left alone; a reservation
+// does not count), else 1 if something of ours was released, else 0 (all
+// missing or reserved).
 const lua_script& release_script();
 
 // KEYS = the names, ARGV[1] = value, ARGV[2] = expiry in ms,

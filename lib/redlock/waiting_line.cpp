@@ -20,16 +20,12 @@ std::string now_in_microseconds() {
 
 }  // namespace
 
-// A head of line is given one command timeout plus the longest default retry
-// delay to take a lock that became free: enough for a live waiter (woken at
-// once, or retrying after a missed wake-up), short next to a lease when it is
-// gone.
+// A head of line is given the claim window (mutex_state.hpp) to take a lock
+// that became free or was reserved for it: enough for a live waiter (woken
+// at once, or retrying after a missed wake-up), short next to a lease when
+// it is gone.
 waiting_line::waiting_line(mutex_state& st, std::string_view value, bool waits)
-    : st_(st),
-      value_(value),
-      waits_(waits),
-      arrival_(now_in_microseconds()),
-      claim_ms_(std::to_string((duration_cast<milliseconds>(st.timeout) + milliseconds{250}).count())) {}
+    : st_(st), value_(value), waits_(waits), arrival_(now_in_microseconds()), claim_ms_(st.claim_ms) {}
 
 waiting_line::script_args waiting_line::args_for_attempt(milliseconds next_delay) const {
   // The lease covers the gap until our next attempt refreshes it.
@@ -86,9 +82,9 @@ void waiting_line::leave(bool acquired, const tally& last) {
   for (std::size_t i = 0; i < st_.eng.size(); ++i) {
     if (!needs_leave(i)) continue;
     if (!call) {
-      std::vector<std::string_view> keys(st_.line_keys.begin(), st_.line_keys.end());
-      keys.insert(keys.end(), st_.lease_keys.begin(), st_.lease_keys.end());
-      call = std::make_shared<script_call>(make_script_call(leave_script(), keys, {value_}));
+      std::vector<std::string_view> args{value_, st_.claim_ms};
+      args.insert(args.end(), st_.channels.begin(), st_.channels.end());
+      call = std::make_shared<script_call>(make_script_call(leave_script(), st_.release_keys, args));
     }
     send_script(st_.eng.node(i), st_.route, *call, st_.timeout, [call](command_result&&) {});
   }

@@ -52,9 +52,9 @@ class waiting_line {
   mutex_state& st_;
   const std::string_view value_;
   const bool waits_;
-  const std::string arrival_;   // our rank, kept across attempts
-  const std::string claim_ms_;  // see the constructor
-  bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
+  const std::string arrival_;        // our rank, kept across attempts
+  const std::string_view claim_ms_;  // see the constructor
+  bool reaches_quorum_ = true;       // the last attempt reached a quorum of nodes
   bool joined_ = false;
   bool listening_ = false;
   bool first_ = false;

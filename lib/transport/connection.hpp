@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -61,9 +62,11 @@ class connection {
 
   // Starts a connect attempt; only when disconnected. Never completes inline.
   void connect();
-  // Queues a command; requires connecting or connected. Written on the next
-  // loop iteration together with everything else queued by then.
-  void send(wire_command cmd, std::chrono::microseconds timeout, command_callback done);
+  // Queues a command (or `replies` commands back to back, answered as one:
+  // see node_pool::send); requires connecting or connected. Written on the
+  // next loop iteration together with everything else queued by then.
+  void send(wire_command cmd, std::chrono::microseconds timeout, command_callback done,
+            std::uint32_t replies = 1);
   // Moves the callbacks of every command still awaiting an outcome into
   // `orphans` (the caller completes them), closes all handles, then calls
   // `closed`.
@@ -82,6 +85,8 @@ class connection {
     wire_command wire;      // only until written
     clock::time_point sent_at;
     clock::time_point deadline;
+    std::uint32_t replies_due = 1;  // replies still to read for this entry
+    std::string first_error;        // of an entry with several replies, the first error's text
   };
 
   static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);

@@ -34,11 +34,12 @@ struct connection::write_req {
 
 // ---- sending ----------------------------------------------------------------
 
-void connection::send(wire_command cmd, microseconds timeout, command_callback done) {
+void connection::send(wire_command cmd, microseconds timeout, command_callback done, std::uint32_t replies) {
   const auto now = clock::now();
   const auto deadline = now + timeout;
   max_timeout_ = std::max(max_timeout_, timeout);
-  unsent_.push_back(entry{std::move(done), std::move(cmd), now, deadline});
+  unsent_.push_back(
+      entry{std::move(done), std::move(cmd), now, deadline, std::max<std::uint32_t>(replies, 1), {}});
   if (deadline < armed_for_) {
     armed_for_ = deadline;
     uv_timer_start(&deadline_timer_, &on_deadline_timer, static_cast<std::uint64_t>(to_ms(timeout)), 0);
@@ -187,11 +188,24 @@ void connection::handle_data(const char* data, std::size_t size) {
       drop("protocol error: reply without a command");
       return;
     }
+    entry& front = inflight_.front();
+    if (front.replies_due > 1) {
+      // Not the last reply of a multi-command entry: keep only the first error.
+      --front.replies_due;
+      if (r.is_error() && front.first_error.empty()) front.first_error = std::move(r.str);
+      r = reply{};
+      continue;
+    }
     entry e = std::move(inflight_.front());
     inflight_.pop_front();
     if (!e.done) continue;  // abandoned after a timeout: drop the late reply
     command_result result;
     result.latency = duration_cast<microseconds>(now - e.sent_at);
+    if (!e.first_error.empty()) {
+      r = reply{};
+      r.type = reply::kind::error;
+      r.str = std::move(e.first_error);
+    }
     if (r.is_error() && !handshake_error_.empty()) result.error = handshake_error_;
     result.value = std::move(r);
     r = reply{};
@@ -225,7 +239,8 @@ void connection::expire(clock::time_point now) {
   for (auto& e : inflight_) {
     if (!e.done) continue;
     if (e.deadline <= now) {
-      expired.emplace_back(std::exchange(e.done, nullptr), entry{nullptr, nullptr, e.sent_at, e.deadline});
+      expired.emplace_back(std::exchange(e.done, nullptr),
+                           entry{nullptr, nullptr, e.sent_at, e.deadline, 1, {}});
     } else {
       next = std::min(next, e.deadline);
     }
@@ -233,7 +248,7 @@ void connection::expire(clock::time_point now) {
   for (auto it = unsent_.begin(); it != unsent_.end();) {
     if (it->deadline <= now) {
       // Never written: forget it entirely, so it never reaches the server.
-      expired.emplace_back(std::move(it->done), entry{nullptr, nullptr, it->sent_at, it->deadline});
+      expired.emplace_back(std::move(it->done), entry{nullptr, nullptr, it->sent_at, it->deadline, 1, {}});
       it = unsent_.erase(it);
     } else {
       next = std::min(next, it->deadline);

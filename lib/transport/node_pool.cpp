@@ -132,7 +132,8 @@ struct node_pool::impl {
     last_error = *error;
   }
 
-  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done) {
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done,
+            std::uint32_t replies) {
     if (st == state::closed) throw std::logic_error("node_pool::send after close completed");
     if (st == state::closing) {
       defer(std::move(done), shutdown_result());
@@ -152,7 +153,7 @@ struct node_pool::impl {
       }
       c.connect();
     }
-    c.send(std::move(cmd), timeout, std::move(done));
+    c.send(std::move(cmd), timeout, std::move(done), replies);
   }
 
   void close(std::function<void()> on_closed) {
@@ -200,8 +201,8 @@ node_pool::~node_pool() {
 }
 
 void node_pool::send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
-                     command_callback done) {
-  impl_->send(route, std::move(cmd), timeout, std::move(done));
+                     command_callback done, std::uint32_t replies) {
+  impl_->send(route, std::move(cmd), timeout, std::move(done), replies);
 }
 
 void node_pool::close(std::function<void()> closed) {

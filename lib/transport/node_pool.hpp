@@ -83,6 +83,9 @@ using wire_command = std::shared_ptr<const std::string>;
 
 // Encodes argv as a RESP multi-bulk command.
 wire_command encode_command(const std::vector<std::string_view>& argv);
+// Appends argv, encoded as encode_command does, to `out` (to build several
+// commands sent as one, see node_pool::send).
+void append_command(std::string& out, const std::vector<std::string_view>& argv);
 
 class node_pool {
  public:
@@ -100,8 +103,12 @@ class node_pool {
 
   // Sends `cmd` on the connection chosen by `route` (e.g. a hash of the lock
   // name); `done` runs once with the outcome, at the latest `timeout` after
-  // this call.
-  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done);
+  // this call. `cmd` may hold several commands written back to back (a
+  // MULTI ... EXEC transaction) when `replies` says how many: `done` then
+  // gets the last reply, or the first error reply among them if one was an
+  // error (so a refused MULTI is not hidden behind EXEC's complaint).
+  void send(std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout, command_callback done,
+            std::uint32_t replies = 1);
 
   // Fails everything outstanding with `shutdown`, closes all handles, then
   // calls `closed` (on the loop thread).

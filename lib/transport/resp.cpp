@@ -20,7 +20,7 @@
 
 namespace redsync::detail {
 
-wire_command encode_command(const std::vector<std::string_view>& argv) {
+void append_command(std::string& out, const std::vector<std::string_view>& argv) {
   // Most commands have a handful of arguments: keep the pointer/length
   // arrays on the stack for those.
   constexpr std::size_t inline_args = 16;
@@ -44,15 +44,19 @@ wire_command encode_command(const std::vector<std::string_view>& argv) {
   char* target = nullptr;
   const int len = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), ptrs, lens);
   if (len < 0 || target == nullptr) throw std::bad_alloc();
-  // The formatter allocates with malloc; copy once into the shared string.
-  std::string wire;
+  // The formatter allocates with malloc; copy once into the caller's string.
   try {
-    wire.assign(target, static_cast<std::size_t>(len));
+    out.append(target, static_cast<std::size_t>(len));
   } catch (...) {
     std::free(target);
     throw;
   }
   std::free(target);
+}
+
+wire_command encode_command(const std::vector<std::string_view>& argv) {
+  std::string wire;
+  append_command(wire, argv);
   return std::make_shared<const std::string>(std::move(wire));
 }
 

@@ -2,7 +2,7 @@
 
 // RESP codec internals: a push parser over hiredis' redisReader (feed bytes,
 // pull owned replies). No I/O here; the connection moves the bytes.
-// encode_command() is declared in node_pool.hpp.
+// encode_command() and append_command() are declared in node_pool.hpp.
 
 #include "transport/reply.hpp"
 

@@ -10,6 +10,7 @@
 // must be usable as the flows use it.
 
 #include "fuzz_check.hpp"
+#include "redlock/fast_acquire.hpp"
 #include "redlock/node_trust.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/round.hpp"
@@ -112,6 +113,17 @@ void classify(const reply& r) {
         "classify_fence outside ok/missing/reply_error");
 
   if (const auto vote = read_acquire_vote(r)) check_window(vote->window);
+  // EXEC's answer to the acquisition transaction: a yes only where SET won,
+  // and then in the script's shape.
+  const reply fast = fast_acquire_answer(r);
+  if (classify_acquire(fast) == node_status::ok) {
+    check(r.type == reply::kind::array && r.elements.size() == 4 && r.elements[0].type == reply::kind::status,
+          "a transaction counted as a yes without a won SET");
+    check(fast.type == reply::kind::array && fast.elements.size() == 4 &&
+              fast.elements[1].type == reply::kind::string && fast.elements[2].type == reply::kind::integer &&
+              fast.elements[3].type == reply::kind::integer,
+          "a transaction yes not in the acquire script's shape");
+  }
   if (const auto rec = read_node_record(r)) {
     check_window(rec->window);
     check(!rec->has_counter || !r.elements[0].str.empty(), "a counter read from an empty field");

@@ -167,7 +167,11 @@ std::string fake_redis::answer(const std::vector<std::string>& argv) {
     };
     if (is(acquire_script())) {
       ++acquisitions_;
-      return "*4\r\n:1\r\n" + bulk(cfg_.record_run) + ":600000\r\n:0\r\n";
+      // The script raises the recorded window to the expiry (ARGV[2]) and
+      // answers the raised one.
+      const std::size_t keys = std::stoul(argv[2]);
+      const std::string expiry = argv.size() > 4 + keys ? argv[4 + keys] : "0";
+      return "*4\r\n:1\r\n" + bulk(cfg_.record_run) + ":600000\r\n:" + expiry + "\r\n";
     }
     if (is(record_read_script()))
       return "*6\r\n" + bulk("5") + bulk(cfg_.record_run) + bulk("0") + bulk("600000") + bulk("mark") +

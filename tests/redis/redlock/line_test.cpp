@@ -75,6 +75,33 @@ TEST_SUITE("line") {
     CHECK(m.unlock(redsync::context{}).ok());
   }
 
+  TEST_CASE("a release reserves the lock for a head that then vanished only for the claim window") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("vanished-head");
+    auto holder = rs.new_mutex(name);
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    // A waiter with a 61 s lease crashed while the lock was held.
+    stand_in_line(c, name, "vanished-waiter", wall_us(), 61s);
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    // The release reserved every key for it, for one claim window.
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      redis_client client(c[i]);
+      const auto v = client.get(name);
+      REQUIRE(v);
+      CHECK(*v == std::string("\0redsync:next\0vanished-waiter", 29));
+      CHECK(client.pttl(name) <= 650);  // 400 ms command timeout + 250 ms
+    }
+    // A newcomer gets the lock within a few claim windows, not the lease.
+    auto newcomer = rs.new_mutex(name);
+    const auto t0 = clock_type::now();
+    auto r = newcomer.lock(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK(clock_type::now() - t0 < 5s);
+    CHECK(newcomer.token().value > holder.token().value);
+    CHECK(newcomer.unlock(redsync::context{}).ok());
+  }
+
   TEST_CASE("waiters cut off from the majority do not deny a healthy client its quorum") {
     cluster c(5);
     prime_records(c.uris());

@@ -34,12 +34,13 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // The minimal ACL of a lock user (docs/acl.md), without its key and channel
-// patterns: the commands the handshake, the subscriber and the scripts in
-// lib/redlock/scripts.cpp call.
+// patterns: the commands the handshake, the subscriber, the scripts in
+// lib/redlock/scripts.cpp and the acquisition transaction
+// (lib/redlock/fast_acquire.hpp) call.
 const std::vector<std::string> lock_user_commands = {
-    "+evalsha", "+eval",   "+info", "+subscribe", "+unsubscribe", "+get",     "+set",
-    "+del",     "+exists", "+time", "+pexpire",   "+publish",     "+zadd",    "+zrange",
-    "+zrem",    "+hget",   "+hset", "+hdel",      "+hmget",       "+hincrby",
+    "+evalsha", "+eval", "+info",    "+subscribe", "+unsubscribe", "+get",    "+set",  "+del",
+    "+exists",  "+time", "+pexpire", "+publish",   "+zadd",        "+zrange", "+zrem", "+hget",
+    "+hset",    "+hdel", "+hmget",   "+hincrby",   "+multi",       "+exec",
 };
 
 constexpr const char* user = "locker";
@@ -240,6 +241,50 @@ TEST_SUITE("trust") {
     // not roll back), so only the release of the failed attempt removes it.
     CHECK(wait_until([&] { return !c.key_on_any_node(m.name()); }, 2s));
     CHECK(c.acl_denials() > 0);
+  }
+
+  // Without +multi, MULTI is refused and the commands behind it run one by
+  // one: the SET NX lands outside any transaction. The node's answer is the
+  // refusal (not EXEC's complaint), and the SET is released.
+  TEST_CASE("a user without +multi gets the refusal on every node, and the SET that ran alone is released") {
+    acl_cluster c(without(lock_user_commands, "+multi"));
+    redsync::Redsync rs(c.uris, fresh_nodes());
+    // A name whose first lock (script) taught the client every window.
+    auto m = rs.new_mutex(unique_name("app:acl-no-multi"), {.tries = 1});
+    REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+    REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
+    auto r = m.lock(redsync::context::timeout(5s));
+    CHECK(r.error == redsync::errc::no_quorum);
+    REQUIRE(r.nodes.size() == 5);
+    for (const auto& n : r.nodes) {
+      CHECK_MESSAGE(n.status == redsync::node_status::reply_error, n.address, ": ", to_string(n.status));
+      CHECK_MESSAGE(n.error_class == redsync::server_error::noperm, n.message);
+      CHECK_MESSAGE(n.message.find("multi") != std::string::npos, n.message);
+    }
+    CHECK_FALSE(m.held());
+    CHECK(wait_until([&] { return !c.key_on_any_node(m.name()); }, 2s));
+  }
+
+  // Without +exec, EXEC is refused and the server discards the queued
+  // transaction (EXECABORT): nothing ran, and the connection is usable.
+  TEST_CASE("a user without +exec gets EXECABORT on every node, and the connection keeps working") {
+    acl_cluster c(without(lock_user_commands, "+exec"));
+    redsync::Redsync rs(c.uris, fresh_nodes());
+    auto m = rs.new_mutex(unique_name("app:acl-no-exec"), {.tries = 1});
+    REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+    REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
+    auto r = m.lock(redsync::context::timeout(5s));
+    CHECK(r.error == redsync::errc::no_quorum);
+    for (const auto& n : r.nodes) {
+      CHECK_MESSAGE(n.status == redsync::node_status::reply_error, n.address, ": ", to_string(n.status));
+      CHECK_MESSAGE(n.message.find("exec") != std::string::npos, n.message);
+    }
+    CHECK_FALSE(c.key_on_any_node(m.name()));
+    // A multi-name lock (always the script) on the same connections works.
+    auto multi = rs.new_multi_mutex({unique_name("app:acl-no-exec-a"), unique_name("app:acl-no-exec-b")});
+    auto ok = multi.lock(redsync::context::timeout(5s));
+    CHECK_MESSAGE(ok.ok(), ok.describe());
+    CHECK(multi.unlock(redsync::context::timeout(5s)).ok());
   }
 
   // Redis answers a refusal inside a script with "ERR ..." (see
