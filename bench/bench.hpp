@@ -51,6 +51,7 @@ json run_handover(const config& cfg);
 json run_degraded(const config& cfg);
 json run_failed_lock(const config& cfg);
 json run_memory(const config& cfg);
+json run_ladder(const config& cfg);
 
 // A name no other run of the bench uses: "bench:<what>:<pid>:<counter>".
 std::string unique_name(std::string_view what);

@@ -4,6 +4,7 @@
 
 #include "bench.hpp"
 #include "proc.hpp"
+#include "server_cpu.hpp"
 #include "transport.hpp"
 
 #include <redsync/redsync.hpp>
@@ -12,19 +13,19 @@ namespace bench {
 
 json run_cycle(const config& cfg) {
   using clock = std::chrono::steady_clock;
-  std::vector<long> pids;
-  {
-    transport admin(cfg.nodes);
-    pids = node_pids(admin);
-  }
+  transport admin(cfg.nodes);
   redsync::Redsync rs(cfg.nodes, bench_redsync_options());
-  cpu_probe cpu(pids);
+  cpu_probe cpu(node_pids(admin));
+  precise_cpu precise(admin);
   auto m = rs.new_mutex(unique_name("cycle"));
   samples acquire, release, cycle;
   for (auto* s : {&acquire, &release, &cycle}) s->reserve(static_cast<std::size_t>(cfg.iterations));
   int failures = 0;
   for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
-    if (i == cfg.warmup) cpu.start();
+    if (i == cfg.warmup) {
+      cpu.start();
+      precise.start();
+    }
     const auto t0 = clock::now();
     const auto l = m.lock(redsync::context{});
     const auto t1 = clock::now();
@@ -36,9 +37,11 @@ json run_cycle(const config& cfg) {
     release.add(t2 - t1);
     cycle.add(t2 - t0);
   }
+  const json exact = precise.stop(static_cast<std::size_t>(cfg.iterations));
   const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
   json j;
   j.object("cpu", usage)
+      .object("cpu_precise", exact)
       .object("acquire", acquire.summary())
       .object("release", release.summary())
       .object("cycle", cycle.summary())

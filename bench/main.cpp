@@ -31,7 +31,7 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory (default: floor,cycle,throughput,handover,memory)
+                       memory, ladder (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
   --slow-iterations N  degraded: samples without fail_fast (default: --iterations)
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       {"floor", bench::run_floor},           {"cycle", bench::run_cycle},
       {"throughput", bench::run_throughput}, {"handover", bench::run_handover},
       {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
-      {"memory", bench::run_memory},
+      {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
   };
   bench::json out;
   try {

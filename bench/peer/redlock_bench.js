@@ -109,6 +109,17 @@ function cpuSeconds(pid) {
   }
 }
 
+// CPU with microsecond resolution: this process's (process.cpuUsage, µs) and
+// the sum over the nodes of INFO cpu's used_cpu_sys + used_cpu_user (s).
+async function preciseCpu(clients) {
+  let nodes = 0;
+  for (const c of clients) {
+    nodes += Number(await infoField(c, "cpu", "used_cpu_sys")) + Number(await infoField(c, "cpu", "used_cpu_user"));
+  }
+  const u = process.cpuUsage();
+  return { self: u.user + u.system, nodes };
+}
+
 function cpuProbe(pids) {
   const t0 = nowNs();
   const self0 = process.cpuUsage();
@@ -137,7 +148,9 @@ async function cycle(cfg, label = "") {
   const release = [];
   const whole = [];
   let failures = 0;
+  let cpu0 = null;
   for (let i = 0; i < cfg.warmup + cfg.iterations; i++) {
+    if (i === cfg.warmup) cpu0 = await preciseCpu(clients);
     const t0 = nowNs();
     let lock;
     try {
@@ -159,8 +172,15 @@ async function cycle(cfg, label = "") {
     release.push(Number(t2 - t1) / 1000);
     whole.push(Number(t2 - t0) / 1000);
   }
+  const cpu1 = await preciseCpu(clients);
   closeClients(clients);
   const out = { acquire: summary(acquire), release: summary(release), cycle: summary(whole), failures };
+  if (cpu0 && cfg.iterations > 0) {
+    out.cpu_precise = {
+      client_cpu_us_per_op: round3((cpu1.self - cpu0.self) / cfg.iterations),
+      nodes_cpu_us_per_op: round3(((cpu1.nodes - cpu0.nodes) * 1e6) / cfg.iterations),
+    };
+  }
   if (label) out.state = label;
   return out;
 }
