@@ -144,9 +144,16 @@ class acquisition final : public mutex_operation, public release_listener::waite
                std::size_t i, node_pool& pool, command_callback done) mutable {
       acquisition& a = *self;
       if (!a.eng_.trust().window_covers(i, a.st_->opts.expiry)) return script(i, pool, std::move(done));
-      auto on_exec = [self, round, &pool, done = std::move(done)](command_result&& r) mutable {
+      auto on_exec = [self, round, i, &pool, done = std::move(done)](command_result&& r) mutable {
         acquisition& a = *self;
         if (r.status == transport_status::ok) r.value = fast_acquire_answer(r.value);
+        if (r.status == transport_status::ok && r.value.is_error()) {
+          // This node cannot run the transaction (an ACL written before it
+          // existed, say): the script from now on, and one more attempt at
+          // once that does not count as a try.
+          a.eng_.trust().transaction_refused(i);
+          a.transaction_refused_ = true;
+        }
         const bool lost = r.status == transport_status::ok && r.value.type == reply::kind::nil;
         const auto left = a.st_->timeout - r.latency;
         if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
@@ -239,6 +246,13 @@ class acquisition final : public mutex_operation, public release_listener::waite
   // Redlock step 6: retry after the delay, unless the tries are used up. A
   // blocking lock waits in line meanwhile, hearing releases of its names.
   void after_failed_attempt() {
+    if (transaction_refused_ && !retried_with_script_) {
+      // The failed attempt's release went out on each node's connection
+      // before this retry, so it runs first there.
+      retried_with_script_ = true;
+      --attempts_;
+      return attempt();
+    }
     if (attempts_ >= max_tries_) return finish(failure_);
     line_->listen(this);
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
@@ -267,6 +281,8 @@ class acquisition final : public mutex_operation, public release_listener::waite
   const std::string value_;
   wire_command fast_wire_;  // the transaction, for a single-name lock
   std::uint64_t rounds_reported_ = 0;
+  bool transaction_refused_ = false;  // some node answered the transaction with an error
+  bool retried_with_script_ = false;
   std::optional<waiting_line> line_;  // from start(): the arrival is taken when our turn comes
   loop_timer* retry_timer_ = nullptr;
   int max_tries_ = 1;

@@ -121,7 +121,11 @@ void node_trust::on_server_info(std::size_t i, const reply& info) {
 }
 
 bool node_trust::window_covers(std::size_t i, milliseconds expiry) const {
-  return nodes_[i].counted_window >= expiry;
+  return !nodes_[i].no_transaction && nodes_[i].counted_window >= expiry;
+}
+
+void node_trust::transaction_refused(std::size_t i) {
+  nodes_[i].no_transaction = true;
 }
 
 bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {

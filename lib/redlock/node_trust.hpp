@@ -106,8 +106,13 @@ class node_trust {
   bool exclude_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry, std::string& why);
 
   // Node i's last counted vote showed a recorded window of at least
-  // `expiry`: the transaction may acquire there (fast_acquire.hpp).
+  // `expiry`, and it never refused the transaction: the transaction may
+  // acquire there (fast_acquire.hpp).
   bool window_covers(std::size_t i, std::chrono::milliseconds expiry) const;
+  // Node i answered the transaction with an error (MULTI or EXEC refused by
+  // the ACL or renamed away, a record of the wrong type, ...): from now on
+  // this Redsync acquires there with the script only.
+  void transaction_refused(std::size_t i);
 
   // Runs `ready` once every node's record has been looked at (and repaired
   // where that needs no delay) since this Redsync started: on the first call
@@ -131,6 +136,7 @@ class node_trust {
     clock::time_point ready_at{};  // when the second look may repair it
     std::string blocked;           // why the last look could not repair it, if so
     std::chrono::milliseconds counted_window{0};  // the recorded window of its last counted vote
+    bool no_transaction = false;                  // it answered the transaction with an error
   };
   struct look;
 

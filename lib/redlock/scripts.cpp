@@ -56,7 +56,10 @@ local function pass_on(i, channel, claim_ms)
     head = live_head(i)
   end
   if head then
+    -- The head's claim window starts now: if it does not come, the next
+    -- waiter may take the name once the window has passed (acquire_body).
     redis.call('SET', KEYS[i], reserved_prefix .. head, 'PX', claim_ms)
+    redis.call('HSET', leases(i), '\0free', clock())
     redis.call('PUBLISH', channel, head)
   else
     redis.call('DEL', KEYS[i])
@@ -108,19 +111,23 @@ return 0
 )lua";
 
 // Compare-and-PEXPIRE, optionally re-creating missing keys (never
-// overwriting another holder's value).
+// overwriting another holder's value). A key a release reserved for a
+// waiter (its value starts with a NUL byte) reads as missing, as in the
+// release, and is never re-created over.
 constexpr std::string_view extend_source = R"lua(
-local values, missing = {}, 0
+local values, missing, reserved = {}, 0, false
 for i = 1, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if v == false then
     missing = missing + 1
+  elseif string.byte(v, 1) == 0 then
+    reserved = true
   elseif v ~= ARGV[1] then
     return -1
   end
   values[i] = v
 end
-if missing > 0 and ARGV[3] ~= '1' then
+if reserved or (missing > 0 and ARGV[3] ~= '1') then
   return 0
 end
 for i = 1, #KEYS do
@@ -133,12 +140,13 @@ end
 return 1
 )lua";
 
-// Read-only ownership check, three-way like the others.
+// Read-only ownership check, three-way like the others (a reservation
+// reads as missing).
 constexpr std::string_view check_source = R"lua(
 local missing = 0
 for i = 1, #KEYS do
   local v = redis.call('GET', KEYS[i])
-  if v == false then
+  if v == false or string.byte(v, 1) == 0 then
     missing = missing + 1
   elseif v ~= ARGV[1] then
     return -1
@@ -187,9 +195,12 @@ for i = 1, n do
   end
 end
 if not free then
+  -- Held by a holder; a reservation is no holder, and the claim window of
+  -- the head it was made for runs from the release (pass_on's stamp).
   local held = false
   for i = 1, n do
-    if redis.call('EXISTS', KEYS[i]) == 1 then
+    local v = redis.call('GET', KEYS[i])
+    if v and string.byte(v, 1) ~= 0 then
       held = true
       break
     end
@@ -218,21 +229,31 @@ if not free then
     end
   end
 end
--- A key reserved for us by a release (we are the head it found) is free
--- for us; every other value, a reservation for someone else included,
--- means busy.
+-- Name i is open to us when it is free, reserved for us (we are the head a
+-- release found), or reserved for a waiter no longer in its line (gone,
+-- or passed over after its claim window). A holder's value, or a
+-- reservation for a waiter still in line, means busy.
 local mine_reserved = reserved_prefix .. value
+local function open_to_us(i)
+  local v = redis.call('GET', KEYS[i])
+  if not v or v == mine_reserved then
+    return true
+  end
+  if string.sub(v, 1, #reserved_prefix) ~= reserved_prefix then
+    return false
+  end
+  return not redis.call('ZSCORE', line(i), string.sub(v, #reserved_prefix + 1))
+end
 if free and n == 1 then
   if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
-    free = redis.call('GET', KEYS[1]) == mine_reserved
+    free = open_to_us(1)
     if free then
       redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
     end
   end
 elseif free then
   for i = 1, n do
-    local v = redis.call('GET', KEYS[i])
-    if v and v ~= mine_reserved then
+    if not open_to_us(i) then
       free = false
       break
     end

@@ -164,3 +164,28 @@ TEST_SUITE("fast_acquire") {
     }
   }
 }
+
+TEST_SUITE("fast_acquire") {
+  TEST_CASE("with two of five nodes frozen, the transaction still gets the lock on the other three") {
+    cluster c(5);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    for (bool fail_fast : {false, true}) {
+      CAPTURE(fail_fast);
+      auto m = rs.new_mutex(unique_name("fast-frozen"), {.fail_fast = fail_fast});
+      REQUIRE(m.lock(redsync::context{}).ok());
+      REQUIRE(m.unlock(redsync::context{}).ok());
+      c[3].pause();
+      c[4].pause();
+      for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = m.lock(redsync::context::timeout(5s));
+        CHECK_MESSAGE(r.ok(), r.describe());
+        CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+        auto u = m.unlock(redsync::context::timeout(5s));
+        CHECK_MESSAGE(u.ok(), u.describe());
+      }
+      c[3].resume();
+      c[4].resume();
+    }
+  }
+}

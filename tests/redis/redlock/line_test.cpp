@@ -102,6 +102,63 @@ TEST_SUITE("line") {
     CHECK(newcomer.unlock(redsync::context{}).ok());
   }
 
+  TEST_CASE("a live waiter behind a vanished head gets the lock one claim window after the release") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("second-in-line");
+    auto holder = rs.new_mutex(name);
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    // A head that arrived a second earlier and then vanished, and a live
+    // waiter behind it retrying every 20 ms.
+    stand_in_line(c, name, "vanished-head", wall_us() - 1'000'000, 61s);
+    auto live = rs.new_mutex(name, {.tries = 100000, .retry_delay = [](int) { return 20ms; }});
+    auto f = live.lock_future(redsync::context::timeout(20s));
+    REQUIRE(wait_until(
+        [&] {
+          return redis_client(c[0]).command({"ZCARD", name + ":redsync-line"}).integer == 2;
+        },
+        3s));
+    const auto t0 = clock_type::now();
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    // One claim window (650 ms) from the release, plus retries; two windows
+    // would be 1300 ms.
+    CHECK(clock_type::now() - t0 < 1100ms);
+    CHECK(live.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE(
+      "a reservation reads as expired to valid(), extend() and unlock() alike, and extend never overwrites "
+      "it") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("reservation-reads");
+    auto a = rs.new_mutex(name, {.expiry = 1000ms, .tries = 1, .set_nx_on_extend = true});
+    REQUIRE(a.lock(redsync::context{}).ok());
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).exists(name)) return false;
+          return true;
+        },
+        3s));
+    // Another holder takes the name and releases it to a waiter.
+    auto b = rs.new_mutex(name);
+    REQUIRE(b.lock(redsync::context{}).ok());
+    stand_in_line(c, name, "waiter", wall_us(), 30s);
+    REQUIRE(b.unlock(redsync::context{}).ok());
+    CHECK(a.valid(redsync::context{}).error == redsync::errc::expired);
+    CHECK(a.extend(redsync::context{}).error == redsync::errc::expired);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const auto v = redis_client(c[i]).get(name);
+      REQUIRE(v);
+      CHECK(v->rfind(std::string("\0redsync:next\0", 14), 0) == 0);  // still the waiter's
+    }
+    CHECK(a.unlock(redsync::context{}).error == redsync::errc::expired);
+  }
+
   TEST_CASE("waiters cut off from the majority do not deny a healthy client its quorum") {
     cluster c(5);
     prime_records(c.uris());
