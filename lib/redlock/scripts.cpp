@@ -80,7 +80,22 @@ end
 // plain SET NX (the uncontended acquisition, fast_acquire.hpp) fails, so it
 // cannot overtake the line; a head that does not come within the claim
 // window lets the reservation expire.
+// The release's common case first: one name, ours, nobody waiting. It
+// skips the closures below, which cost each node about 1.5 µs per call
+// (measured warm with redis-cli --pipe: 3.4 against 2.0 µs per EVALSHA).
 constexpr std::string_view release_head = R"lua(
+if #KEYS == 3 and redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+local n = #KEYS / 3
+local function line(i) return KEYS[n + i] end
+local function leases(i) return KEYS[2 * n + i] end
+)lua";
+
+// The same KEYS for leaving the line, without the release's shortcut (a
+// waiter that leaves must never delete a name).
+constexpr std::string_view leave_head = R"lua(
 local n = #KEYS / 3
 local function line(i) return KEYS[n + i] end
 local function leases(i) return KEYS[2 * n + i] end
@@ -340,7 +355,7 @@ const lua_script& acquire_script() {
 }
 
 const lua_script& leave_script() {
-  return line_script<release_head, leave_body>();
+  return line_script<leave_head, leave_body>();
 }
 
 std::string line_key(std::string_view name) {
