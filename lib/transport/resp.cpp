@@ -16,7 +16,9 @@
 
 // hiredis 0.14 declares the reader in <hiredis/read.h> (included by
 // hiredis.h); 1.x keeps the same redisReader* and redisFormatCommandArgv
-// functions, so only those are used here.
+// functions, so only those are used here. redisFormatCommandArgv returns int
+// in 0.14 and long long in 1.x, and its buffer must go back through
+// redisFreeCommand (1.x may use an allocator set by hiredisSetAllocators).
 
 namespace redsync::detail {
 
@@ -42,16 +44,16 @@ void append_command(std::string& out, const std::vector<std::string_view>& argv)
     lens[i] = argv[i].size();
   }
   char* target = nullptr;
-  const int len = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), ptrs, lens);
+  const long long len = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), ptrs, lens);
   if (len < 0 || target == nullptr) throw std::bad_alloc();
-  // The formatter allocates with malloc; copy once into the caller's string.
+  // Copy once into the caller's string.
   try {
     out.append(target, static_cast<std::size_t>(len));
   } catch (...) {
-    std::free(target);
+    redisFreeCommand(target);
     throw;
   }
-  std::free(target);
+  redisFreeCommand(target);
 }
 
 wire_command encode_command(const std::vector<std::string_view>& argv) {
