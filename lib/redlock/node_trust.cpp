@@ -72,13 +72,52 @@ std::chrono::milliseconds node_trust::repair_delay(milliseconds recorded) const 
   return std::max({fixed_window_, eng_.longest_expiry(), recorded, recorded_window_});
 }
 
-server_identity identify_server(const reply& info) {
+std::optional<server_version> redis_version(std::string_view info) {
+  std::string_view text = info_field(info, "redis_version");
+  int parts[3] = {0, 0, 0};
+  for (int k = 0; k < 3 && !text.empty(); ++k) {
+    const auto end = text.find('.');
+    const std::string_view part = text.substr(0, end);
+    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string_view::npos)
+      return std::nullopt;
+    for (const char c : part) parts[k] = parts[k] * 10 + (c - '0');
+    if (end == std::string_view::npos) {
+      if (k == 0) return std::nullopt;  // "7": not a version string
+      text = {};
+    } else {
+      text.remove_prefix(end + 1);
+    }
+  }
+  if (parts[0] == 0 && parts[1] == 0 && parts[2] == 0) return std::nullopt;
+  return server_version{parts[0], parts[1], parts[2]};
+}
+
+server_version minimum_version(script_mode mode) noexcept {
+  return mode == script_mode::functions ? server_version{7, 0, 0} : server_version{5, 0, 0};
+}
+
+server_identity identify_server(const reply& info, script_mode mode) {
   server_identity out;
   if (info.is_error()) {
     out.problem = fmt::format(
         "cannot read INFO ({}): redsync needs it (ACL: +info) to detect a restarted or replaced server, so "
         "this node's vote does not count",
         info.str);
+    return out;
+  }
+  // No redis_version (not Redis-like): the checks below decide.
+  if (const auto v = redis_version(info.str); v && *v < minimum_version(mode)) {
+    const auto need = minimum_version(mode);
+    out.problem =
+        mode == script_mode::functions
+            ? fmt::format(
+                  "the node runs Redis {}.{}.{}; redsync_options::script_mode = functions needs Redis >= "
+                  "{}.{} (Redis Functions), so its vote does not count; use script_mode::eval for it",
+                  v->major, v->minor, v->patch, need.major, need.minor)
+            : fmt::format(
+                  "the node runs Redis {}.{}.{}; redsync-cpp needs Redis >= {}.{} (its scripts read TIME "
+                  "before they write), so its vote does not count",
+                  v->major, v->minor, v->patch, need.major, need.minor);
     return out;
   }
   const auto run_id = info_field(info.str, "run_id");
@@ -115,7 +154,7 @@ server_identity identify_server(const reply& info) {
 }
 
 void node_trust::on_server_info(std::size_t i, const reply& info) {
-  server_identity id = identify_server(info);
+  server_identity id = identify_server(info, eng_.script_mode());
   nodes_[i].identity = std::move(id.identity);
   nodes_[i].problem = std::move(id.problem);
 }
@@ -236,7 +275,7 @@ void node_trust::start_look() {
   for (std::size_t i = 0; i < n; ++i) {
     const bool mark = nodes_[i].mark.empty();
     auto call = mark ? marking : plain;
-    send_script(eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
                   if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
                   std::optional<node_record> rec;
@@ -326,7 +365,7 @@ void node_trust::on_look(const look& l) {
         make_script_call(record_stamp_script(), {key},
                          {floor, l.identity[i], nd.mark, std::to_string(nd.first_seen), window_text}));
     nd.mark.clear();
-    send_script(eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
                   if (alive.expired()) return;
                   if (--stamps_in_flight_ == 0) settle();

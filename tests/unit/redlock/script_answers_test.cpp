@@ -127,4 +127,37 @@ TEST_CASE("INFO identifies a master by run_id and replication id, and names why 
   CHECK(evicting.problem.find("evict") != std::string::npos);
 }
 
+TEST_CASE("INFO's redis_version is parsed, and a version below the mode's minimum is named") {
+  CHECK(redis_version("# Server\r\nredis_version:7.0.15\r\n") == server_version{7, 0, 15});
+  CHECK(redis_version("redis_version:4.0.9\r\nrun_id:a\r\n") == server_version{4, 0, 9});
+  CHECK(redis_version("redis_version:6.2\r\n") == server_version{6, 2, 0});
+  CHECK(redis_version("redis_version:7.2.4-rc1\r\n") == std::nullopt);
+  CHECK(redis_version("redis_version:7.2.4.1\r\n") == server_version{7, 2, 4});
+  CHECK(redis_version("redis_version:7\r\n") == std::nullopt);
+  CHECK(redis_version("redis_version:\r\n") == std::nullopt);
+  CHECK(redis_version("redis_version:x.y\r\n") == std::nullopt);
+  CHECK(redis_version("redis_version:9999999.0\r\n") == std::nullopt);
+  CHECK(redis_version("run_id:a\r\n") == std::nullopt);
+  CHECK(redis_version("valkey_redis_version:4.0.0\r\n") == std::nullopt);  // whole field names only
+
+  using redsync::script_mode;
+  CHECK(minimum_version(script_mode::eval) == server_version{5, 0, 0});
+  CHECK(minimum_version(script_mode::functions) == server_version{7, 0, 0});
+
+  const auto old = identify_server(info("redis_version:4.0.9\r\nrun_id:abc\r\n"));
+  CHECK(old.identity.empty());
+  CHECK(old.problem.find("runs Redis 4.0.9; redsync-cpp needs Redis >= 5.0") != std::string::npos);
+  CHECK(identify_server(info("redis_version:5.0.0\r\nrun_id:abc\r\n")).identity == "abc");
+
+  const auto six = identify_server(info("redis_version:6.2.14\r\nrun_id:abc\r\n"), script_mode::functions);
+  CHECK(six.identity.empty());
+  CHECK(six.problem.find("runs Redis 6.2.14; redsync_options::script_mode = functions needs Redis >= 7.0") !=
+        std::string::npos);
+  CHECK(identify_server(info("redis_version:6.2.14\r\nrun_id:abc\r\n")).identity == "abc");
+  CHECK(identify_server(info("redis_version:7.0.0\r\nrun_id:abc\r\n"), script_mode::functions).identity ==
+        "abc");
+  // No redis_version at all: not judged by version (the other checks decide).
+  CHECK(identify_server(info("run_id:abc\r\n"), script_mode::functions).identity == "abc");
+}
+
 TEST_SUITE_END();
