@@ -45,6 +45,20 @@ struct REDSYNC_API node_options {
   std::string address() const;
 };
 
+/// How the library's Lua scripts run on the nodes.
+enum class script_mode {
+  /// `EVALSHA`, then `EVAL` when the node's script cache lacks the script.
+  /// Needs Redis >= 5.0 and the ACL rights `+evalsha +eval`.
+  eval,
+  /// Redis Functions: each script is a function library (named after the
+  /// SHA1 of its source), called with `FCALL` and loaded with
+  /// `FUNCTION LOAD REPLACE` on first use on each node, or again when the
+  /// node lost it (restart without persistence, `FUNCTION FLUSH`). Needs
+  /// Redis >= 7.0 and the ACL rights `+fcall +function|load`, so operators
+  /// can deny `EVAL`/`EVALSHA`.
+  functions,
+};
+
 /// How a `Redsync` talks to its nodes.
 struct redsync_options {
   /// Connections per node, >= 1. Default 1: commands are pipelined, so one
@@ -91,6 +105,10 @@ struct redsync_options {
   /// close; a node that does not answer by then keeps the key until its
   /// expiry. 0 = close at once (releases not yet written are dropped).
   std::chrono::milliseconds shutdown_timeout = std::chrono::milliseconds{2000};
+  /// How the scripts run: `script_mode::eval` (default) or
+  /// `script_mode::functions` (Redis >= 7). A node below the mode's minimum
+  /// Redis version does not vote, and says why.
+  redsync::script_mode script_mode = redsync::script_mode::eval;
 };
 
 // Every field has a default member initializer, so designated initializers

@@ -159,7 +159,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
         if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
             left <= microseconds::zero())
           return done(std::move(r));
-        send_script(pool, a.st_->route, a.st_->acquire_call, left,
+        send_script(a.eng_.script_mode(), pool, a.st_->route, a.st_->acquire_call, left,
                     [first = r.latency, done = std::move(done)](command_result&& joined) {
                       joined.latency += first;
                       done(std::move(joined));

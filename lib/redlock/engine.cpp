@@ -16,7 +16,10 @@
 namespace redsync::detail {
 
 engine::engine(std::vector<node_options> nodes, const redsync_options& options)
-    : loop_(options.loop), shutdown_timeout_(options.shutdown_timeout), rng_(std::random_device{}()) {
+    : loop_(options.loop),
+      shutdown_timeout_(options.shutdown_timeout),
+      rng_(std::random_device{}()),
+      script_mode_(options.script_mode) {
   check_redsync_options(options);
   if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
   pools_.reserve(nodes.size());

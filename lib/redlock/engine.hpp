@@ -46,6 +46,8 @@ class engine {
   event_loop& loop() noexcept { return loop_; }
   std::size_t size() const noexcept { return size_; }
   std::size_t quorum() const noexcept { return size_ / 2 + 1; }
+  // How scripts are sent (send_script's first argument).
+  redsync::script_mode script_mode() const noexcept { return script_mode_; }
   const std::vector<std::string>& addresses() const noexcept { return addresses_; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
@@ -88,6 +90,7 @@ class engine {
   std::atomic<std::int64_t> longest_expiry_ms_{0};
   std::unique_ptr<node_trust> trust_;
   std::atomic<bool> shutting_down_{false};
+  const redsync::script_mode script_mode_;
 };
 
 }  // namespace redsync::detail

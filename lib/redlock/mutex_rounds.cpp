@@ -8,8 +8,9 @@
 namespace redsync::detail {
 
 round_sender script_sender(const mutex_state& st, const script_call& call) {
-  return [call, route = st.route, timeout = st.timeout](std::size_t, node_pool& pool, command_callback cb) {
-    send_script(pool, route, call, timeout, std::move(cb));
+  return [mode = st.eng.script_mode(), call, route = st.route, timeout = st.timeout](
+             std::size_t, node_pool& pool, command_callback cb) {
+    send_script(mode, pool, route, call, timeout, std::move(cb));
   };
 }
 
@@ -42,7 +43,8 @@ void release_everywhere_retried(mutex_state& st) {
 }
 
 void send_release_unawaited(mutex_state& st, std::size_t i) {
-  send_script(st.eng.node(i), st.route, st.release_call, st.timeout, [](command_result&&) {});
+  send_script(st.eng.script_mode(), st.eng.node(i), st.route, st.release_call, st.timeout,
+              [](command_result&&) {});
 }
 
 errc holder_failure(const tally& t, std::size_t quorum) {

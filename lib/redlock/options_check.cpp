@@ -50,6 +50,10 @@ void check_node_options(const node_options& node) {
 }
 
 void check_redsync_options(const redsync_options& options) {
+  if (options.script_mode != script_mode::eval && options.script_mode != script_mode::functions) {
+    fail("redsync_options.script_mode = {}: must be script_mode::eval or script_mode::functions",
+         static_cast<int>(options.script_mode));
+  }
   if (options.pool_size < 1 || options.pool_size > max_pool_size) {
     fail("redsync_options.pool_size = {}: must be in 1..{}", options.pool_size, max_pool_size);
   }

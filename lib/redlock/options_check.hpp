@@ -14,7 +14,8 @@ namespace redsync::detail {
 /// a username is given.
 void check_node_options(const node_options& node);
 
-/// pool_size in 1..1024, connect_timeout > 0, 0 < backoff min <= backoff max.
+/// pool_size in 1..1024, connect_timeout > 0, 0 < backoff min <= backoff max,
+/// script_mode one of the enum's values.
 void check_redsync_options(const redsync_options& options);
 
 /// Non-empty name; expiry in (0, max_expiry]; tries >= 1; drift_factor in

@@ -52,7 +52,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
         first_(std::move(first)) {}
 
   void send() {
-    send_script(pool_, route_, call_, timeout_,
+    send_script(eng_.script_mode(), pool_, route_, call_, timeout_,
                 eng_.track_cleanup(
                     [self = shared_from_this()](command_result&& r) { self->on_result(std::move(r)); }));
   }

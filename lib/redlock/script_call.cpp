@@ -1,15 +1,133 @@
-// Encoding script calls as EVALSHA, deriving the EVAL form, and sending with
-// the EVAL fallback on NOSCRIPT.
+// Encoding script calls as EVALSHA, deriving the EVAL and FCALL forms, and
+// sending with the EVAL fallback on NOSCRIPT or the FUNCTION LOAD on a
+// missing function.
 
 #include "redlock/script_call.hpp"
+
+#include "redlock/function_library.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 
 namespace redsync::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::microseconds;
+
+// `call`'s encoding with its first two arguments (EVALSHA and the SHA1)
+// replaced by `verb` and `first`.
+wire_command with_head(const script_call& call, std::string_view verb, std::string_view first) {
+  // EVALSHA's encoding is "*<argc>\r\n$7\r\nEVALSHA\r\n$40\r\n<sha1>\r\n<rest>".
+  const std::string& w = *call.evalsha;
+  const std::size_t argc_end = w.find("\r\n") + 2;
+  constexpr std::string_view evalsha_head = "$7\r\nEVALSHA\r\n$40\r\n";
+  const std::size_t rest = argc_end + evalsha_head.size() + 40 + 2;
+  auto out = std::make_shared<std::string>();
+  out->reserve(w.size() + first.size() + 32);
+  out->append(w, 0, argc_end);
+  out->append(fmt::format("${}\r\n{}\r\n${}\r\n", verb.size(), verb, first.size()));
+  out->append(first);
+  out->append("\r\n");
+  out->append(w, rest, std::string::npos);
+  return out;
+}
+
+microseconds left_until(clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<microseconds>(deadline - clock::now());
+  return std::max(left, microseconds{1000});
+}
+
+bool is_error_starting(const command_result& r, std::string_view prefix) {
+  return r.status == transport_status::ok && r.value.is_error() && r.value.str.starts_with(prefix);
+}
+
+bool unknown_command(const command_result& r) {
+  return r.status == transport_status::ok && r.value.is_error() &&
+         r.value.str.find("unknown command") != std::string::npos;
+}
+
+std::string no_functions(std::string_view command, std::string_view said) {
+  return fmt::format(
+      "redsync_options::script_mode is functions, but this node does not know {} (Redis < 7, or the "
+      "command was renamed): use script_mode::eval for it, or Redis >= 7.0. The node said: {}",
+      command, said);
+}
+
+void send_eval(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
+               command_callback done) {
+  const auto deadline = clock::now() + timeout;
+  pool.send(route, call.evalsha, timeout,
+            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
+              if (!is_error_starting(r, "NOSCRIPT")) return done(std::move(r));
+              // The node lost its script cache (SCRIPT FLUSH, restart): send
+              // the source itself, which also caches it again.
+              const auto first_latency = r.latency;
+              pool.send(route, to_eval(call), left_until(deadline),
+                        [first_latency, done = std::move(done)](command_result&& r2) {
+                          r2.latency += first_latency;
+                          done(std::move(r2));
+                        });
+            });
+}
+
+// FUNCTION LOAD REPLACE of the call's library, then FCALL again, pipelined
+// on one connection: the load's reply arrives before the call's, so the
+// call's callback knows whether the load failed (and says why).
+void load_and_call(node_pool& pool, std::uint64_t route, const script_call& call, clock::time_point deadline,
+                   microseconds first_latency, command_callback done) {
+  auto load_error = std::make_shared<std::optional<std::string>>();
+  const std::string library = function_library(*call.script);
+  pool.send(route, encode_command({"FUNCTION", "LOAD", "REPLACE", library}), left_until(deadline),
+            [load_error](command_result&& r) {
+              if (r.status != transport_status::ok) {
+                *load_error = r.error.empty() ? std::string("no answer") : r.error;
+              } else if (r.value.is_error()) {
+                *load_error = r.value.str;
+              }
+            });
+  pool.send(route, to_fcall(call), left_until(deadline),
+            [load_error, first_latency, done = std::move(done)](command_result&& r) {
+              r.latency += first_latency;
+              if (load_error->has_value() && r.status == transport_status::ok && r.value.is_error()) {
+                const std::string& why = **load_error;
+                if (why.find("unknown command") != std::string::npos) {
+                  r.error = no_functions("FUNCTION", why);
+                } else {
+                  // The server's words first: classify_server_error reads
+                  // NOPERM (the ACL lacks +function|load) from them.
+                  r.error = fmt::format(
+                      "{} (from FUNCTION LOAD, which redsync_options::script_mode = functions sends "
+                      "to load a script on each node)",
+                      why);
+                }
+              }
+              done(std::move(r));
+            });
+}
+
+void send_fcall(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
+                command_callback done) {
+  const auto deadline = clock::now() + timeout;
+  pool.send(route, to_fcall(call), timeout,
+            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
+              if (unknown_command(r)) {
+                r.error = no_functions("FCALL", r.value.str);
+                return done(std::move(r));
+              }
+              // Not loaded on this node yet, or lost (FUNCTION FLUSH, a
+              // restart without persistence).
+              if (!is_error_starting(r, "ERR Function not found")) return done(std::move(r));
+              load_and_call(pool, route, call, deadline, r.latency, std::move(done));
+            });
+}
+
+}  // namespace
 
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args) {
@@ -28,43 +146,17 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
 }
 
 wire_command to_eval(const script_call& call) {
-  // EVALSHA's encoding is "*<argc>\r\n$7\r\nEVALSHA\r\n$40\r\n<sha1>\r\n<rest>";
-  // EVAL's differs only in the first two arguments.
-  const std::string& w = *call.evalsha;
-  const std::size_t argc_end = w.find("\r\n") + 2;
-  constexpr std::string_view evalsha_head = "$7\r\nEVALSHA\r\n$40\r\n";
-  const std::size_t rest = argc_end + evalsha_head.size() + 40 + 2;
-  const std::string_view source = call.script->source;
-  auto out = std::make_shared<std::string>();
-  out->reserve(w.size() + source.size() + 16);
-  out->append(w, 0, argc_end);
-  out->append(fmt::format("$4\r\nEVAL\r\n${}\r\n", source.size()));
-  out->append(source);
-  out->append("\r\n");
-  out->append(w, rest, std::string::npos);
-  return out;
+  return with_head(call, "EVAL", call.script->source);
 }
 
-void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
-                 std::chrono::microseconds timeout, command_callback done) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + timeout;
-  pool.send(route, call.evalsha, timeout,
-            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
-              const bool noscript = r.status == transport_status::ok && r.value.is_error() &&
-                                    r.value.str.starts_with("NOSCRIPT");
-              if (!noscript) return done(std::move(r));
-              // The node lost its script cache (SCRIPT FLUSH, restart): send
-              // the source itself, which also caches it again.
-              const auto left =
-                  std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
-              const auto first_latency = r.latency;
-              pool.send(route, to_eval(call), std::max(left, std::chrono::microseconds{1000}),
-                        [first_latency, done = std::move(done)](command_result&& r2) {
-                          r2.latency += first_latency;
-                          done(std::move(r2));
-                        });
-            });
+wire_command to_fcall(const script_call& call) {
+  return with_head(call, "FCALL", function_name(*call.script));
+}
+
+void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+                 microseconds timeout, command_callback done) {
+  if (mode == script_mode::functions) return send_fcall(pool, route, call, timeout, std::move(done));
+  send_eval(pool, route, call, timeout, std::move(done));
 }
 
 }  // namespace redsync::detail

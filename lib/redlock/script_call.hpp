@@ -2,7 +2,10 @@
 
 // How the Redlock flows send a Lua script to a node: encoded once for all
 // nodes as EVALSHA, and sent again as EVAL when a node answers NOSCRIPT (so
-// SCRIPT FLUSH or a restarted node is harmless).
+// SCRIPT FLUSH or a restarted node is harmless). With script_mode::functions
+// the same call goes as FCALL of the script's function library
+// (function_library.hpp), loaded with FUNCTION LOAD REPLACE when a node
+// answers that the function is not found, then called again.
 
 #include "transport/node_pool.hpp"
 
@@ -38,9 +41,19 @@ wire_command to_eval(const script_call& call);
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args);
 
-// Sends `call` to `pool` as EVALSHA and, if the node answers NOSCRIPT, again
-// as EVAL on the same route within what is left of `timeout`. `done` runs once.
-void send_script(node_pool& pool, std::uint64_t route, const script_call& call,
+// The FCALL form of `call`: same arguments, the script's function name
+// instead of its SHA1.
+wire_command to_fcall(const script_call& call);
+
+// Sends `call` to `pool` within `timeout`; `done` runs once.
+// eval: as EVALSHA and, if the node answers NOSCRIPT, again as EVAL on the
+// same route within what is left of `timeout`.
+// functions: as FCALL and, if the node answers that the function is not
+// found, FUNCTION LOAD REPLACE of its library then FCALL again, pipelined on
+// the same route. A node without Redis Functions (Redis < 7, or FUNCTION or
+// FCALL renamed away) or a refused FUNCTION LOAD gets an error reply whose
+// result's `error` names the cause and redsync_options::script_mode.
+void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
                  std::chrono::microseconds timeout, command_callback done);
 
 }  // namespace redsync::detail

@@ -86,7 +86,8 @@ void waiting_line::leave(bool acquired, const tally& last) {
       args.insert(args.end(), st_.channels.begin(), st_.channels.end());
       call = std::make_shared<script_call>(make_script_call(leave_script(), st_.release_keys, args));
     }
-    send_script(st_.eng.node(i), st_.route, *call, st_.timeout, [call](command_result&&) {});
+    send_script(st_.eng.script_mode(), st_.eng.node(i), st_.route, *call, st_.timeout,
+                [call](command_result&&) {});
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "fake_redis.hpp"
 #include "fresh_nodes.hpp"
+#include "lock_acl.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -33,15 +34,10 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// The minimal ACL of a lock user (docs/acl.md), without its key and channel
-// patterns: the commands the handshake, the subscriber, the scripts in
-// lib/redlock/scripts.cpp and the acquisition transaction
-// (lib/redlock/fast_acquire.hpp) call.
-const std::vector<std::string> lock_user_commands = {
-    "+evalsha", "+eval", "+info",    "+subscribe", "+unsubscribe", "+get",    "+set",  "+del",
-    "+exists",  "+time", "+pexpire", "+publish",   "+zadd",        "+zrange", "+zrem", "+hget",
-    "+hset",    "+hdel", "+hmget",   "+hincrby",   "+multi",       "+exec",
-};
+// The minimal ACL of a lock user (docs/acl.md, tests/support/lock_acl.hpp),
+// without its key and channel patterns.
+const std::vector<std::string> lock_user_commands =
+    redsync::test::lock_acl_commands(redsync::script_mode::eval);
 
 constexpr const char* user = "locker";
 constexpr const char* password = "locker-secret";

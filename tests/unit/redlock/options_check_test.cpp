@@ -87,6 +87,14 @@ TEST_CASE("pool size must be in 1..1024") {
                        config_error);
 }
 
+TEST_CASE("script mode must be one of the enum's values") {
+  CHECK_NOTHROW(check_redsync_options({.script_mode = redsync::script_mode::eval}));
+  CHECK_NOTHROW(check_redsync_options({.script_mode = redsync::script_mode::functions}));
+  CHECK_THROWS_WITH_AS(check_redsync_options({.script_mode = static_cast<redsync::script_mode>(7)}),
+                       "redsync_options.script_mode = 7: must be script_mode::eval or script_mode::functions",
+                       config_error);
+}
+
 TEST_CASE("connect timeout must be positive") {
   CHECK_NOTHROW(check_redsync_options({.connect_timeout = 1ms}));
   CHECK_THROWS_WITH_AS(check_redsync_options({.connect_timeout = 0ms}),
