@@ -1,0 +1,137 @@
+// Findings of the attack review of the uncontended fast path (MULTI/EXEC)
+// and of script_mode::functions, each as a test on real servers that fails
+// while the finding stands. The schedules are in the review report; each
+// test names the code it points at.
+
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "tcp_proxy.hpp"
+#include "wait.hpp"
+
+#include "redlock/scripts.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using redsync::script_mode;
+using redsync::test::cluster;
+using redsync::test::fresh_nodes;
+using redsync::test::redis_client;
+using redsync::test::tcp_proxy;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+
+TEST_SUITE("review") {
+  // fast_acquire.hpp / node_trust.hpp promise that a node answering the
+  // transaction with an error ("MULTI or EXEC refused by the ACL or renamed
+  // away") gets the script from then on. An ACL refusal of EXEC makes Redis
+  // discard the transaction (EXECABORT), but an unknown EXEC (renamed away)
+  // leaves the connection inside MULTI: every later command on it, the
+  // release and the script fallback included, is only QUEUED, forever.
+  TEST_CASE("a server with EXEC renamed away still serves try_lock through the script after one refusal") {
+    cluster c(3, {.extra_args = {"--rename-command", "EXEC", ""}});
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    // The first lock (script) teaches the client every node's window, so the
+    // next one sends the transaction.
+    auto m = rs.new_mutex(unique_name("review-exec-renamed"), {.tries = 1});
+    REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+    REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      auto r = m.try_lock(redsync::context::timeout(5s));
+      CHECK_MESSAGE(r.ok(), r.describe());
+      if (r.ok()) CHECK(m.unlock(redsync::context::timeout(5s)).ok());
+    }
+    // Nothing of ours is left behind, queued or not.
+    CHECK(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).exists(m.name())) return false;
+          return true;
+        },
+        2s));
+  }
+
+  // script_call.cpp's NOSCRIPT fallback (and load_and_call in functions
+  // mode) sends the acquire script's source only when NOSCRIPT comes back.
+  // If the round has already reported (fail_fast here; a deadline or a
+  // cancellation does the same through on_abandon), the failed attempt's
+  // release goes out on the same connection before that EVAL: the node runs
+  // the release (nothing to delete yet), then the EVAL, whose SET wins and
+  // stays for a whole expiry although the attempt failed. README: "the
+  // attempt is released on every node where our SET may have landed".
+  TEST_CASE("a failed try_lock leaves no key on a slow node whose script cache lacked the acquire script") {
+    cluster c(3);
+    tcp_proxy slow(c[2].port());
+    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
+                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
+    const auto name = unique_name("review-noscript-order");
+    redsync::Redsync rs(uris, fresh_nodes());
+    // Warm the connections and the records with another name and a shorter
+    // expiry: the recorded windows (10 s) stay below the 30 s expiry below,
+    // so that lock's first attempt is the script, not the transaction.
+    {
+      auto warm = rs.new_mutex(unique_name("review-noscript-warm"), {.expiry = 10s});
+      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
+    }
+    // Another holder has the name on nodes 0 and 1 only.
+    for (std::size_t i = 0; i < 2; ++i)
+      REQUIRE(redis_client(c[i]).command({"SET", name, "someone-else", "PX", "60000"}).str == "OK");
+    // Node 2 lost its script cache and has since run a release (any client's),
+    // but not yet an acquisition.
+    {
+      redis_client n2(c[2]);
+      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
+      const auto& release = redsync::detail::release_script();
+      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
+    }
+    auto m = rs.new_mutex(name, {.expiry = 30s, .tries = 1, .fail_fast = true});
+    slow.delay(200ms);
+    auto r = m.try_lock(redsync::context::timeout(5s));
+    REQUIRE_MESSAGE(r.busy(), r.describe());
+    // The command timeout is 1.5 s: within 3 s every command of the attempt
+    // has been answered or dropped. No key of the failed attempt may appear.
+    CHECK_FALSE_MESSAGE(wait_until([&] { return redis_client(c[2]).exists(name); }, 3s),
+                        "node 2 holds the failed attempt's value, pttl ", redis_client(c[2]).pttl(name));
+    slow.normal();
+  }
+
+  // function_library.cpp registers every script but check without flags.
+  // Redis refuses such a function up front while the server is over its
+  // maxmemory (noeviction, which node_trust accepts), whereas EVAL runs a
+  // script until it calls a command that may grow memory: DEL and PEXPIRE do
+  // not. So in functions mode a holder can neither release nor extend on a
+  // node at its memory limit, where the same library in eval mode can.
+  TEST_CASE("on nodes over their maxmemory a lock can still be extended and released, in either script mode") {
+    for (const script_mode mode : {script_mode::eval, script_mode::functions}) {
+      CAPTURE(mode == script_mode::functions);
+      cluster c(3);
+      redsync::Redsync rs(c.uris(), fresh_nodes({.script_mode = mode}));
+      auto m = rs.new_mutex(unique_name("review-oom"), {.tries = 1});
+      // Every script or library the holder needs is loaded before the
+      // memory runs out: the refusals below are not FUNCTION LOAD's.
+      REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
+      REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(m.extend().ok());
+      for (std::size_t i = 0; i < c.size(); ++i)
+        REQUIRE(redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "1"}).str == "OK");
+      auto extended = m.extend();
+      CHECK_MESSAGE(extended.ok(), extended.describe());
+      auto released = m.unlock(redsync::context::timeout(5s));
+      CHECK_MESSAGE(released.ok(), released.describe());
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        CHECK_FALSE(redis_client(c[i]).exists(m.name()));
+        redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "0"});
+      }
+    }
+  }
+}
