@@ -16,6 +16,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,7 +111,8 @@ TEST_SUITE("review") {
   // script until it calls a command that may grow memory: DEL and PEXPIRE do
   // not. So in functions mode a holder can neither release nor extend on a
   // node at its memory limit, where the same library in eval mode can.
-  TEST_CASE("on nodes over their maxmemory a lock can still be extended and released, in either script mode") {
+  TEST_CASE(
+      "on nodes over their maxmemory a lock can still be extended and released, in either script mode") {
     for (const script_mode mode : {script_mode::eval, script_mode::functions}) {
       CAPTURE(mode == script_mode::functions);
       cluster c(3);
@@ -133,5 +135,64 @@ TEST_SUITE("review") {
         redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "0"});
       }
     }
+  }
+}
+
+TEST_SUITE("review") {
+  // README (Fair hand-over): "A head that does not claim the lock loses its
+  // place after the claim window, counted from the release that reserved
+  // the lock for it ... a crashed waiter holds up the line for that long,
+  // not for its whole lease." Only the acquire script's blocked branch
+  // passes a head over; the transaction (every try_lock's and every lock's
+  // first attempt) never does. So with no other waiter running the script,
+  // every later release reserves the name for the vanished head again, for
+  // another claim window, until the head's lease (here 11.4 s) runs out.
+  TEST_CASE(
+      "a head cut off from the nodes loses its place after one claim window, also for try_lock traffic") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("review-vanished-head");
+    auto holder = rs.new_mutex(name);
+    REQUIRE(holder.lock(redsync::context{}).ok());  // the script: rs learns every node's window
+    // The head of the line, on another client reaching the nodes through
+    // proxies; its retry delay is 5 s, so its lease is 2 * 5 s + 0.4 s + 1 s.
+    std::vector<std::unique_ptr<tcp_proxy>> proxies;
+    std::vector<std::string> proxied;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      proxies.push_back(std::make_unique<tcp_proxy>(c[i].port()));
+      proxied.push_back("redis://127.0.0.1:" + std::to_string(proxies.back()->port()));
+    }
+    redsync::Redsync far(proxied, fresh_nodes({.shutdown_timeout = 0ms}));
+    auto head = far.new_mutex(name, {.tries = 100, .retry_delay = [](int) { return 5000ms; }});
+    auto waiting = head.lock_future();
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
+          return true;
+        },
+        3s));
+    for (auto& p : proxies) p->stall();  // the head vanishes
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    // The release reserved the name for the head; its claim window (650 ms)
+    // passes unclaimed and the reservation expires.
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).exists(name)) return false;
+          return true;
+        },
+        3s));
+    auto first = rs.new_mutex(name, {.tries = 1});
+    auto r1 = first.try_lock(redsync::context{});
+    REQUIRE_MESSAGE(r1.ok(), r1.describe());
+    REQUIRE(first.unlock(redsync::context{}).ok());
+    // The head had its claim window and did not come: the release above must
+    // not have reserved the name for it again.
+    auto second = rs.new_mutex(name, {.tries = 1});
+    auto r2 = second.try_lock(redsync::context{});
+    CHECK_MESSAGE(r2.ok(), r2.describe());
+    if (r2.ok()) CHECK(second.unlock(redsync::context{}).ok());
+    for (auto& p : proxies) p->normal();
   }
 }
