@@ -196,3 +196,42 @@ TEST_SUITE("review") {
     for (auto& p : proxies) p->normal();
   }
 }
+
+TEST_SUITE("review") {
+  // The same root cause as the NOSCRIPT test above, for an extension: with
+  // fail_fast the extension reports from the fast nodes, the unlock's
+  // release goes out behind it, and the slow node runs the release before
+  // the extend script's source, which (set_nx_on_extend) re-creates the key
+  // the release had just deleted. README: "an extension never runs after a
+  // release".
+  TEST_CASE("an extension answered NOSCRIPT by a slow node never re-creates the key after the unlock") {
+    cluster c(3);
+    tcp_proxy slow(c[2].port());
+    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
+                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
+    redsync::Redsync rs(uris, fresh_nodes());
+    auto m = rs.new_mutex(unique_name("review-noscript-extend"),
+                          {.expiry = 30s, .tries = 1, .fail_fast = true, .set_nx_on_extend = true});
+    auto locked = m.lock(redsync::context::timeout(5s));
+    REQUIRE_MESSAGE(locked.ok(), locked.describe());
+    // Node 2 lost its script cache and has since run a release, but not an
+    // extension (as after a restart, or an upgrade that changed only the
+    // extend script).
+    {
+      redis_client n2(c[2]);
+      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
+      const auto& release = redsync::detail::release_script();
+      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
+    }
+    slow.delay(200ms);
+    auto extended = m.extend();
+    REQUIRE_MESSAGE(extended.ok(), extended.describe());
+    auto released = m.unlock(redsync::context::timeout(5s));
+    REQUIRE_MESSAGE(released.ok(), released.describe());
+    // Within 3 s (twice the 1.5 s command timeout) every command has been
+    // answered or dropped; the key must not come back on node 2.
+    CHECK_FALSE_MESSAGE(wait_until([&] { return redis_client(c[2]).exists(m.name()); }, 3s),
+                        "node 2 holds the released lock again, pttl ", redis_client(c[2]).pttl(m.name()));
+    slow.normal();
+  }
+}
