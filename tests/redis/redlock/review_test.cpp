@@ -235,3 +235,40 @@ TEST_SUITE("review") {
     slow.normal();
   }
 }
+
+TEST_SUITE("review") {
+  // The NOSCRIPT ordering with default options: a lock abandoned at its
+  // deadline sends its release everywhere (on_abandon) behind the acquire
+  // script, and the slow node's NOSCRIPT fallback then runs after it.
+  TEST_CASE("a lock abandoned at its deadline leaves no key on a slow node that had to be sent the script") {
+    cluster c(3);
+    tcp_proxy slow(c[2].port());
+    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
+                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
+    redsync::Redsync rs(uris, fresh_nodes());
+    {
+      // Connections and records warmed; recorded windows of 10 s keep the
+      // 30 s lock below on the script.
+      auto warm = rs.new_mutex(unique_name("review-deadline-warm"), {.expiry = 10s});
+      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
+    }
+    {
+      redis_client n2(c[2]);
+      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
+      const auto& release = redsync::detail::release_script();
+      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
+    }
+    auto m = rs.new_mutex(unique_name("review-noscript-deadline"), {.expiry = 30s});
+    slow.delay(200ms);
+    // Nodes 0 and 1 say yes at once; node 2's NOSCRIPT takes ~400 ms.
+    auto r = m.lock(redsync::context::timeout(300ms));
+    REQUIRE_MESSAGE(r.error == redsync::errc::deadline_exceeded, r.describe());
+    CHECK_FALSE_MESSAGE(wait_until([&] { return redis_client(c[2]).exists(m.name()); }, 3s),
+                        "node 2 holds the abandoned attempt's value, pttl ",
+                        redis_client(c[2]).pttl(m.name()));
+    CHECK_FALSE(redis_client(c[0]).exists(m.name()));
+    CHECK_FALSE(redis_client(c[1]).exists(m.name()));
+    slow.normal();
+  }
+}
