@@ -16,6 +16,7 @@
 
 #include <doctest/doctest.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -270,5 +271,48 @@ TEST_SUITE("review") {
     CHECK_FALSE(redis_client(c[0]).exists(m.name()));
     CHECK_FALSE(redis_client(c[1]).exists(m.name()));
     slow.normal();
+  }
+}
+
+TEST_SUITE("review") {
+  // The release's pass_on (scripts.cpp) writes the reservation (SET) and
+  // the claim window's stamp (HSET), both refused while the server is over
+  // its maxmemory, in eval mode as in functions mode: a holder with a waiter
+  // behind it cannot let go on such nodes, and the waiter waits out the
+  // holder's whole expiry. Deleting the key (as when nobody waits) would be
+  // allowed.
+  TEST_CASE("on nodes over their maxmemory a lock with a waiter behind it can still be released") {
+    for (const script_mode mode : {script_mode::eval, script_mode::functions}) {
+      CAPTURE(mode == script_mode::functions);
+      cluster c(3);
+      redsync::Redsync rs(c.uris(), fresh_nodes({.script_mode = mode}));
+      const auto name = unique_name("review-oom-waiter");
+      auto holder = rs.new_mutex(name, {.tries = 1});
+      // Every script or library is loaded before the memory runs out.
+      REQUIRE(holder.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(holder.unlock(redsync::context::timeout(5s)).ok());
+      REQUIRE(holder.lock(redsync::context::timeout(5s)).ok());
+      auto waiter = rs.new_mutex(name, {.tries = 1000, .retry_delay = [](int) { return 1000ms; }});
+      auto waiting = waiter.lock_future(redsync::context::timeout(20s));
+      REQUIRE(wait_until(
+          [&] {
+            for (std::size_t i = 0; i < c.size(); ++i)
+              if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
+            return true;
+          },
+          3s));
+      for (std::size_t i = 0; i < c.size(); ++i)
+        REQUIRE(redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "1"}).str == "OK");
+      auto released = holder.unlock(redsync::context::timeout(5s));
+      CHECK_MESSAGE(released.ok(), released.describe());
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        const auto v = redis_client(c[i]).get(name);
+        CHECK_MESSAGE((!v || v->front() == '\0'), "node ", i, " still holds the released value");
+        redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "0"});
+      }
+      REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+      auto got = waiting.get();
+      if (got.ok()) CHECK(waiter.unlock(redsync::context::timeout(5s)).ok());
+    }
   }
 }
