@@ -121,7 +121,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     line_->on_attempt_sent();
     attempt_start_ = clock::now();
     in_round_ = true;
-    round_spec spec = mutex_round(*st_, st_->acquire_call, classify_acquire);
+    round_spec spec = mutex_round(*st_, st_->acquire_call, classify_acquire, answer_awaited());
     if (attempts_ == 1 && fast_wire_) spec.send = fast_sender(std::move(spec.send));
     // Restart guard: a yes from a node whose vote does not count yet is
     // reported as `excluded` and not counted.
@@ -130,6 +130,13 @@ class acquisition final : public mutex_operation, public release_listener::waite
       return e->trust().exclude_yes(i, r, expiry, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
+  }
+
+  // Whether this attempt's answers are still awaited: not once its round
+  // reported or the acquisition finished, when the attempt's release may
+  // already be queued on the node's connection (script_call.hpp).
+  fallback_wanted answer_awaited() {
+    return [self = self(), round = rounds_reported_] { return !self->finished() && self->rounds_reported_ == round; };
   }
 
   // Step 2 without a script where it can (fast_acquire.hpp): the first
@@ -153,17 +160,27 @@ class acquisition final : public mutex_operation, public release_listener::waite
           // once that does not count as a try.
           a.eng_.trust().transaction_refused(i);
           a.transaction_refused_ = true;
+          // An EXEC the server does not know (renamed away, or a proxy that
+          // refuses it) leaves the connection inside MULTI, where every
+          // later command, our release included, would only be QUEUED.
+          // DISCARD ends it there, before the release this error leads to.
+          // An EXEC refused by the ACL ends the transaction itself
+          // (EXECABORT), so a user without +discard is not asked for it.
+          if (r.value.str.find("unknown command") != std::string::npos)
+            pool.send(a.st_->route, discard_command(), a.st_->timeout, [](command_result&&) {});
         }
         const bool lost = r.status == transport_status::ok && r.value.type == reply::kind::nil;
         const auto left = a.st_->timeout - r.latency;
         if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
             left <= microseconds::zero())
           return done(std::move(r));
-        send_script(a.eng_.script_mode(), pool, a.st_->route, a.st_->acquire_call, left,
-                    [first = r.latency, done = std::move(done)](command_result&& joined) {
-                      joined.latency += first;
-                      done(std::move(joined));
-                    });
+        send_script(
+            a.eng_.script_mode(), pool, a.st_->route, a.st_->acquire_call, left,
+            [first = r.latency, done = std::move(done)](command_result&& joined) {
+              joined.latency += first;
+              done(std::move(joined));
+            },
+            a.answer_awaited());
       };
       pool.send(a.st_->route, a.fast_wire_, a.st_->timeout, std::move(on_exec), fast_acquire_replies);
     };

@@ -74,6 +74,11 @@ wire_command encode_fast_acquire(std::string_view name, std::string_view value, 
   return std::make_shared<const std::string>(std::move(wire));
 }
 
+wire_command discard_command() {
+  static const wire_command discard = encode_command({"DISCARD"});
+  return discard;
+}
+
 reply fast_acquire_answer(const reply& exec) {
   if (exec.is_error()) return exec;
   if (exec.type != reply::kind::array || exec.elements.size() != 4)

@@ -49,6 +49,10 @@ namespace redsync::detail {
 wire_command encode_fast_acquire(std::string_view name, std::string_view value, std::string_view expiry_ms);
 inline constexpr std::uint32_t fast_acquire_replies = 6;
 
+// DISCARD, sent after a transaction answered with an error: see
+// acquisition.cpp.
+wire_command discard_command();
+
 // EXEC's answer in the acquire script's shape: {token, record identity ('' if
 // none), ms since the identity was first seen unverified (-1 if never),
 // recorded window ms} where SET won; nil where it lost; an error reply for

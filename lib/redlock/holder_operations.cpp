@@ -126,7 +126,10 @@ class holder_round final : public mutex_operation {
       }
     }
     round_spec spec =
-        extends() ? mutex_round(*st_, st_->extend_call, classify_three_way)
+        // An extension with set_nx_on_extend may SET: no fallback once the
+        // round reported and the unlock may be queued behind it.
+        extends() ? mutex_round(*st_, st_->extend_call, classify_three_way,
+                                [self = shared_from_this(), this] { return in_round_ && !finished(); })
                   : mutex_round(*st_, make_script_call(check_script(), st_->keys, {st_->value_snapshot()}),
                                 classify_three_way);
     attempts_ = 1;

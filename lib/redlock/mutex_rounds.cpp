@@ -7,16 +7,17 @@
 
 namespace redsync::detail {
 
-round_sender script_sender(const mutex_state& st, const script_call& call) {
-  return [mode = st.eng.script_mode(), call, route = st.route, timeout = st.timeout](
-             std::size_t, node_pool& pool, command_callback cb) {
-    send_script(mode, pool, route, call, timeout, std::move(cb));
+round_sender script_sender(const mutex_state& st, const script_call& call, fallback_wanted wanted) {
+  return [mode = st.eng.script_mode(), call, route = st.route, timeout = st.timeout,
+          wanted = std::move(wanted)](std::size_t, node_pool& pool, command_callback cb) {
+    send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
   };
 }
 
-round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify) {
+round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify,
+                       fallback_wanted wanted) {
   round_spec spec;
-  spec.send = script_sender(st, call);
+  spec.send = script_sender(st, call, std::move(wanted));
   spec.classify = classify;
   spec.quorum = st.eng.quorum();
   spec.fail_fast = st.opts.fail_fast;

@@ -17,11 +17,14 @@ namespace redsync::detail {
 
 using round_sender = std::function<void(std::size_t i, node_pool& pool, command_callback done)>;
 
-// Sends `call` to a node as this mutex does (its route, its timeout).
-round_sender script_sender(const mutex_state& st, const script_call& call);
+// Sends `call` to a node as this mutex does (its route, its timeout); a
+// script fallback only while `wanted` says so (script_call.hpp).
+round_sender script_sender(const mutex_state& st, const script_call& call, fallback_wanted wanted = {});
 
 // A round of `call` with the mutex's quorum, fail-fast and shuffle options.
-round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify);
+// A round whose script may SET the lock key passes `wanted` (script_call.hpp).
+round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify,
+                       fallback_wanted wanted = {});
 
 // The round that releases the current value (st.release_call), sent once.
 round_spec release_round(const mutex_state& st);

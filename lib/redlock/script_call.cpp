@@ -60,11 +60,13 @@ std::string no_functions(std::string_view command, std::string_view said) {
 }
 
 void send_eval(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
-               command_callback done) {
+               command_callback done, fallback_wanted wanted) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, call.evalsha, timeout,
-            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
+            [&pool, route, call, deadline, done = std::move(done),
+             wanted = std::move(wanted)](command_result&& r) mutable {
               if (!is_error_starting(r, "NOSCRIPT")) return done(std::move(r));
+              if (wanted && !wanted()) return done(std::move(r));
               // The node lost its script cache (SCRIPT FLUSH, restart): send
               // the source itself, which also caches it again.
               const auto first_latency = r.latency;
@@ -112,10 +114,11 @@ void load_and_call(node_pool& pool, std::uint64_t route, const script_call& call
 }
 
 void send_fcall(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
-                command_callback done) {
+                command_callback done, fallback_wanted wanted) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, to_fcall(call), timeout,
-            [&pool, route, call, deadline, done = std::move(done)](command_result&& r) mutable {
+            [&pool, route, call, deadline, done = std::move(done),
+             wanted = std::move(wanted)](command_result&& r) mutable {
               if (unknown_command(r)) {
                 r.error = no_functions("FCALL", r.value.str);
                 return done(std::move(r));
@@ -123,6 +126,7 @@ void send_fcall(node_pool& pool, std::uint64_t route, const script_call& call, m
               // Not loaded on this node yet, or lost (FUNCTION FLUSH, a
               // restart without persistence).
               if (!is_error_starting(r, "ERR Function not found")) return done(std::move(r));
+              if (wanted && !wanted()) return done(std::move(r));
               load_and_call(pool, route, call, deadline, r.latency, std::move(done));
             });
 }
@@ -154,9 +158,10 @@ wire_command to_fcall(const script_call& call) {
 }
 
 void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
-                 microseconds timeout, command_callback done) {
-  if (mode == script_mode::functions) return send_fcall(pool, route, call, timeout, std::move(done));
-  send_eval(pool, route, call, timeout, std::move(done));
+                 microseconds timeout, command_callback done, fallback_wanted wanted) {
+  if (mode == script_mode::functions)
+    return send_fcall(pool, route, call, timeout, std::move(done), std::move(wanted));
+  send_eval(pool, route, call, timeout, std::move(done), std::move(wanted));
 }
 
 }  // namespace redsync::detail

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,16 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
 // instead of its SHA1.
 wire_command to_fcall(const script_call& call);
 
+// Whether a script's answer is still awaited: asked before a fallback (EVAL
+// after NOSCRIPT, FUNCTION LOAD + FCALL after a missing function) is sent.
+// Empty = always. A script that may SET the lock key (acquire, extend with
+// set_nx_on_extend) must pass one that turns false once its round has
+// reported: the release that follows a failed or abandoned attempt is queued
+// on the same connection, and a fallback sent after it would run after it
+// and set a key nobody releases. A NOSCRIPT answer means nothing ran, so
+// not sending the fallback leaves nothing behind.
+using fallback_wanted = std::function<bool()>;
+
 // Sends `call` to `pool` within `timeout`; `done` runs once.
 // eval: as EVALSHA and, if the node answers NOSCRIPT, again as EVAL on the
 // same route within what is left of `timeout`.
@@ -53,7 +64,8 @@ wire_command to_fcall(const script_call& call);
 // the same route. A node without Redis Functions (Redis < 7, or FUNCTION or
 // FCALL renamed away) or a refused FUNCTION LOAD gets an error reply whose
 // result's `error` names the cause and redsync_options::script_mode.
+// The fallback is sent only while `wanted` (if set) says so.
 void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
-                 std::chrono::microseconds timeout, command_callback done);
+                 std::chrono::microseconds timeout, command_callback done, fallback_wanted wanted = {});
 
 }  // namespace redsync::detail
