@@ -136,7 +136,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
   // reported or the acquisition finished, when the attempt's release may
   // already be queued on the node's connection (script_call.hpp).
   fallback_wanted answer_awaited() {
-    return [self = self(), round = rounds_reported_] { return !self->finished() && self->rounds_reported_ == round; };
+    return [self = self(), round = rounds_reported_] {
+      return !self->finished() && self->rounds_reported_ == round;
+    };
   }
 
   // Step 2 without a script where it can (fast_acquire.hpp): the first

@@ -3,19 +3,58 @@
 #include "redlock/function_library.hpp"
 
 #include "redlock/scripts.hpp"
+#include "util/sha1.hpp"
 
 #include <fmt/format.h>
 
+#include <array>
+#include <utility>
+
 namespace redsync::detail {
 
+namespace {
+
+// A function's flags. Without flags Redis refuses to start a function while
+// the server is over its maxmemory; a holder must still be able to let go
+// and to extend there (eval mode can: DEL and PEXPIRE do not grow memory),
+// so release, leave and extend may run over it ('allow-oom': their writes
+// are a delete, an expiry, or a short reservation). The check only reads.
+// Acquire and the record scripts are refused over maxmemory: a node that
+// cannot take a new lock should not vote for one.
+std::string_view flags_of(const lua_script& s) {
+  if (&s == &check_script()) return "'no-writes'";
+  if (&s == &release_script() || &s == &leave_script() || &s == &extend_script()) return "'allow-oom'";
+  return "";
+}
+
+// What the library's name is the hash of: everything in it but the name.
+std::string named_part(const lua_script& s) {
+  return fmt::format("flags={{{}}}\n{}", flags_of(s), s.source);
+}
+
+std::string compute_name(const lua_script& s) {
+  return "redsync_" + sha1_hex(named_part(s));
+}
+
+}  // namespace
+
 std::string function_name(const lua_script& s) {
-  return "redsync_" + s.sha1;
+  // The library's scripts are a fixed set of statics: their names are
+  // hashed once, not on every FCALL.
+  static const auto known = [] {
+    const std::array<const lua_script*, 8> scripts = {
+        &acquire_script(),      &leave_script(),   &fence_script(),  &record_read_script(),
+        &record_stamp_script(), &release_script(), &extend_script(), &check_script()};
+    std::array<std::pair<const lua_script*, std::string>, 8> names;
+    for (std::size_t k = 0; k < scripts.size(); ++k) names[k] = {scripts[k], compute_name(*scripts[k])};
+    return names;
+  }();
+  for (const auto& [script, name] : known)
+    if (script == &s) return name;
+  return compute_name(s);
 }
 
 std::string function_library(const lua_script& s) {
-  // Only the check script reads without writing; every other one may write
-  // (even the record read, which sets a mark).
-  const bool read_only = &s == &check_script();
   const std::string name = function_name(s);
   // A script's source is a Lua chunk; as a function body, the chunk's
   // globals KEYS and ARGV become the callback's parameters, and its
@@ -25,7 +64,7 @@ std::string function_library(const lua_script& s) {
       "redis.register_function{{function_name='{0}', flags={{{1}}}, callback=function(KEYS, ARGV)\n"
       "{2}\n"
       "end}}\n",
-      name, read_only ? "'no-writes'" : "", s.source);
+      name, flags_of(s), s.source);
 }
 
 }  // namespace redsync::detail

@@ -55,11 +55,14 @@ local function pass_on(i, channel, claim_ms)
   if redis.call('EXISTS', line(i)) == 1 then
     head = live_head(i)
   end
-  if head then
+  -- A node over its maxmemory refuses the reservation's SET (eval mode):
+  -- the release still lets go, by deleting the name.
+  if head and redis.pcall('SET', KEYS[i], reserved_prefix .. head, 'PX', claim_ms).err then
+    redis.call('DEL', KEYS[i])
+  elseif head then
     -- The head's claim window starts now: if it does not come, the next
     -- waiter may take the name once the window has passed (acquire_body).
-    redis.call('SET', KEYS[i], reserved_prefix .. head, 'PX', claim_ms)
-    redis.call('HSET', leases(i), '\0free', clock())
+    redis.pcall('HSET', leases(i), '\0free', clock())
     redis.call('PUBLISH', channel, head)
   else
     redis.call('DEL', KEYS[i])

@@ -6,6 +6,7 @@
 
 #include "redlock/function_library.hpp"
 #include "redlock/scripts.hpp"
+#include "util/sha1.hpp"
 
 #include <string>
 
@@ -13,24 +14,29 @@ using namespace redsync::detail;
 
 TEST_SUITE_BEGIN("function_library");
 
-TEST_CASE("a script's library is named after its SHA1 and wraps its source as the function body") {
-  const lua_script& s = release_script();
-  CHECK(function_name(s) == "redsync_" + s.sha1);
+TEST_CASE("a script's library is named after the SHA1 of its flags and source, and wraps the source") {
+  const lua_script& s = acquire_script();
+  const std::string name = "redsync_" + sha1_hex("flags={}\n" + std::string(s.source));
+  CHECK(function_name(s) == name);
   const std::string lib = function_library(s);
-  CHECK(lib.starts_with("#!lua name=redsync_" + s.sha1 + "\n"));
-  CHECK(lib.find("function_name='redsync_" + s.sha1 + "'") != std::string::npos);
+  CHECK(lib.starts_with("#!lua name=" + name + "\n"));
+  CHECK(lib.find("function_name='" + name + "'") != std::string::npos);
   CHECK(lib.find("callback=function(KEYS, ARGV)\n") != std::string::npos);
   CHECK(lib.find(std::string(s.source)) != std::string::npos);
   CHECK(lib.find("flags={}") != std::string::npos);
   CHECK(lib.ends_with("\nend}\n"));
+  // The flags are part of what is hashed: a flag change is a new library.
+  CHECK(function_name(release_script()) ==
+        "redsync_" + sha1_hex("flags={'allow-oom'}\n" + std::string(release_script().source)));
 }
 
-TEST_CASE("only the read-only check script is flagged no-writes") {
+TEST_CASE("the check script is flagged no-writes; release, leave and extend allow-oom; the rest none") {
   CHECK(function_library(check_script()).find("flags={'no-writes'}") != std::string::npos);
-  for (const lua_script* s : {&acquire_script(), &leave_script(), &fence_script(), &record_read_script(),
-                              &record_stamp_script(), &release_script(), &extend_script()}) {
-    CHECK(function_library(*s).find("no-writes") == std::string::npos);
-  }
+  for (const lua_script* s : {&release_script(), &leave_script(), &extend_script()})
+    CHECK(function_library(*s).find("flags={'allow-oom'}") != std::string::npos);
+  for (const lua_script* s :
+       {&acquire_script(), &fence_script(), &record_read_script(), &record_stamp_script()})
+    CHECK(function_library(*s).find("flags={}") != std::string::npos);
 }
 
 TEST_CASE("different scripts get different libraries and function names") {
