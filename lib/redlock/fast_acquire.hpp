@@ -11,7 +11,8 @@
 //  - Mutual exclusion: the key is set only by SET NX, which fails while the
 //    key holds any value: a holder's, or a reservation a release left for
 //    the head of the waiting line (scripts.hpp: release_script). Only the
-//    acquire script converts a reservation, and only for the waiter it names.
+//    acquire script converts a reservation: for the waiter it names, or for
+//    anyone once that waiter has left the line.
 //  - Fencing: EXEC runs the queued commands as one step, so the counter is
 //    incremented after our SET NX succeeded and before any other command
 //    on the node: the token is read in the same atomic step as the win, as in

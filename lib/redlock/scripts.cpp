@@ -54,6 +54,20 @@ local function pass_on(i, channel, claim_ms)
   local head = nil
   if redis.call('EXISTS', line(i)) == 1 then
     head = live_head(i)
+    -- A head an earlier release already reserved the name for, whose claim
+    -- window passed without it coming (it vanished, or cannot reach us),
+    -- loses its place here, as in the acquire script's blocked branch.
+    -- Otherwise, under traffic that never runs that branch (try_lock and
+    -- first attempts win by SET NX once a reservation expired), every
+    -- release would reserve the name for it again until its lease ran out.
+    if head then
+      local had = redis.call('HMGET', leases(i), '\0reserved', '\0free')
+      if had[1] == head and had[2] and clock() - tonumber(had[2]) >= tonumber(claim_ms) then
+        redis.call('ZREM', line(i), head)
+        redis.call('HDEL', leases(i), head)
+        head = live_head(i)
+      end
+    end
   end
   -- A node over its maxmemory refuses the reservation's SET (eval mode):
   -- the release still lets go, by deleting the name.
@@ -62,7 +76,7 @@ local function pass_on(i, channel, claim_ms)
   elseif head then
     -- The head's claim window starts now: if it does not come, the next
     -- waiter may take the name once the window has passed (acquire_body).
-    redis.pcall('HSET', leases(i), '\0free', clock())
+    redis.pcall('HSET', leases(i), '\0free', clock(), '\0reserved', head)
     redis.call('PUBLISH', channel, head)
   else
     redis.call('DEL', KEYS[i])
@@ -286,7 +300,7 @@ if free then
   for i = 1, n do
     if queued[i] then
       redis.call('ZREM', line(i), value)
-      redis.call('HDEL', leases(i), value, '\0free')
+      redis.call('HDEL', leases(i), value, '\0free', '\0reserved')
     end
   end
   local token = redis.call('HINCRBY', record, 'fence', 1)
