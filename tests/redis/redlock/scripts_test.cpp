@@ -2,9 +2,9 @@
 // EVALSHA finds a script only by the id SCRIPT LOAD gives it, so every
 // script's id must be exactly what the server computes.
 
+#include "redlock/scripts.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
-#include "redlock/scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <doctest/doctest.h>
@@ -20,10 +20,14 @@ TEST_SUITE("scripts") {
   TEST_CASE("every script's id is the SHA1 that SCRIPT LOAD returns for its source") {
     namespace rd = redsync::detail;
     const std::vector<std::pair<const char*, const rd::lua_script*>> scripts = {
-        {"acquire", &rd::acquire_script()},         {"leave", &rd::leave_script()},
-        {"check", &rd::check_script()},             {"release", &rd::release_script()},
-        {"extend", &rd::extend_script()},           {"fence", &rd::fence_script()},
-        {"record_read", &rd::record_read_script()}, {"record_stamp", &rd::record_stamp_script()},
+        {"acquire", &rd::acquire_script()},
+        {"leave", &rd::leave_script()},
+        {"check", &rd::check_script()},
+        {"release", &rd::release_script()},
+        {"extend", &rd::extend_script()},
+        {"fence", &rd::fence_script()},
+        {"record_read", &rd::record_read_script()},
+        {"record_stamp", &rd::record_stamp_script()},
     };
     redis_server server;
     redis_client client(server);
