@@ -128,6 +128,27 @@ TEST_SUITE("cli") {
     CHECK(nodes.calls("fcall") == 0);
   }
 
+  TEST_CASE("cli: --script-mode functions on servers without FUNCTION says to use --script-mode eval") {
+    // rename-command FUNCTION "": on a real server, the closest model of
+    // Redis < 7 for this mode (FCALL finds nothing, nothing can be loaded).
+    cluster nodes(3, {.extra_args = {"--rename-command", "FUNCTION", ""}});
+    temp_dir dir;
+    auto o = run_cli(
+        {"lock", nodes_arg(nodes), "--script-mode", "functions", "--wait", "3s", "cli-fn-old", "--", "true"},
+        dir.path());
+    INFO(show(o));
+    CHECK(o.status == node_errors_status);
+    CHECK(contains(o.err, "--script-mode is functions, but this node does not know FUNCTION"));
+    CHECK(contains(o.err, "use --script-mode eval for it"));
+    CHECK_FALSE(contains(o.err, "redsync_options"));
+    CHECK(nodes_holding(nodes, "cli-fn-old") == 0);
+    // The same servers lock in the default mode.
+    auto e = run_cli({"lock", nodes_arg(nodes), "cli-fn-old", "--", "true"}, dir.path(), 20s,
+                     {"REDSYNC_SCRIPT_MODE"});
+    INFO(show(e));
+    CHECK(e.status == 0);
+  }
+
   TEST_CASE("cli: a bad script mode is a usage error naming the option or variable and the value") {
     temp_dir dir;
     auto bad_option =
