@@ -44,9 +44,9 @@ struct lock_config {
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
 /// argument in the tool's own terms: an unknown option, a bad value (also in
-/// $REDSYNC_SCRIPT_MODE), a --ttl
-/// too short for the library's rules, a missing NAME, a command given both
-/// after "--" and with -c, an empty command.
+/// $REDSYNC_SCRIPT_MODE), a --ttl too short for the library's rules, a
+/// missing NAME, a command given both after "--" and with -c, an empty
+/// command.
 lock_config parse_lock_config(std::span<char* const> args);
 
 /// The smallest --ttl the library accepts with `drift_factor`: it must
