@@ -5,10 +5,7 @@
 // commands.
 #include <doctest/doctest.h>
 
-#include <cctype>
-#include <cstdlib>
 #include <fstream>
-#include <iterator>
 
 #include "cli_helpers.hpp"
 
@@ -488,48 +485,6 @@ TEST_SUITE("cli") {
     auto v = run_cli({"--version"}, dir.path(), 5s);
     CHECK(v.status == 0);
     CHECK(v.out.rfind("redsync ", 0) == 0);
-  }
-
-  TEST_CASE("cli: the man page documents every option and environment variable that --help shows") {
-    const char* path = std::getenv("REDSYNC_MAN_PAGE");
-    REQUIRE_MESSAGE(path != nullptr, "REDSYNC_MAN_PAGE (the path of docs/redsync.1) is not set");
-    std::ifstream in(path);
-    REQUIRE_MESSAGE(in.good(), "cannot read ", path);
-    std::string man((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // roff writes a literal hyphen as \-.
-    for (auto at = man.find("\\-"); at != std::string::npos; at = man.find("\\-", at)) man.erase(at, 1);
-    temp_dir dir;
-    std::size_t words = 0;
-    for (const auto& topic : std::vector<std::string>{"", "lock", "status", "ping"}) {
-      auto help =
-          run_cli(topic.empty() ? std::vector<std::string>{"help"} : std::vector<std::string>{"help", topic},
-                  dir.path(), 5s);
-      REQUIRE(help.status == 0);
-      // Every --option and REDSYNC_VARIABLE the help text names.
-      const std::string& text = help.out;
-      for (std::size_t i = 0; i < text.size(); ++i) {
-        std::size_t end = i;
-        if (text.compare(i, 2, "--") == 0 && i + 2 < text.size() &&
-            std::islower(static_cast<unsigned char>(text[i + 2]))) {
-          end = i + 2;
-          while (end < text.size() &&
-                 (std::islower(static_cast<unsigned char>(text[end])) || text[end] == '-'))
-            ++end;
-        } else if (text.compare(i, 8, "REDSYNC_") == 0) {
-          end = i + 8;
-          while (end < text.size() &&
-                 (std::isupper(static_cast<unsigned char>(text[end])) || text[end] == '_'))
-            ++end;
-        }
-        if (end == i) continue;
-        const std::string word = text.substr(i, end - i);
-        CAPTURE(topic);
-        CHECK_MESSAGE(man.find(word) != std::string::npos, word, " is in --help but not in redsync.1");
-        ++words;
-        i = end;
-      }
-    }
-    CHECK(words > 20);
   }
 
   TEST_CASE("cli: status shows each node's key, ttl and ownership, and needs a quorum of answers") {
