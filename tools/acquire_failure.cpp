@@ -53,6 +53,24 @@ kind kind_of(const node_result& n) {
   return kind::broken;
 }
 
+// The library's words for its script mode, in the tool's: the user typed
+// --script-mode, not redsync_options::script_mode (node_trust.cpp and
+// script_call.cpp name the field in their messages).
+std::string in_tool_terms(std::string message) {
+  constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"redsync_options::script_mode = functions", "--script-mode functions"},
+      {"redsync_options::script_mode is functions", "--script-mode is functions"},
+      {"script_mode::eval", "--script-mode eval"},
+  };
+  for (const auto& [field, option] : names) {
+    for (auto at = message.find(field); at != std::string::npos;
+         at = message.find(field, at + option.size())) {
+      message.replace(at, field.size(), option);
+    }
+  }
+  return message;
+}
+
 // The reason shown for one node. Authentication failures are worded from
 // their class, not from the server's text: a server that needs a password
 // and got none may answer a long command with "ERR Protocol error:
@@ -65,12 +83,13 @@ std::string reason_of(const node_result& n) {
                "redis://[USER:]PASSWORD@HOST:PORT";
       case server_error::wrongpass: return "WRONGPASS: wrong user name or password in the node URI";
       case server_error::noperm:
-        return fmt::format("NOPERM: the ACL user lacks a right redsync needs (docs/acl.md): {}", n.message);
-      default: return n.message.empty() ? std::string("error reply") : n.message;
+        return fmt::format("NOPERM: the ACL user lacks a right redsync needs (docs/acl.md): {}",
+                           in_tool_terms(n.message));
+      default: return n.message.empty() ? std::string("error reply") : in_tool_terms(n.message);
     }
   }
   if (n.status == node_status::not_awaited) return "not awaited";
-  if (!n.message.empty()) return n.message;
+  if (!n.message.empty()) return in_tool_terms(n.message);
   return std::string(to_string(n.status));
 }
 

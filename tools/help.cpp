@@ -96,6 +96,11 @@ Options:
                          while waiting, say why on stderr after
                          min(2s, DURATION) and then every DURATION;
                          0 = never; default 10s
+  --script-mode MODE     how the lock scripts run on the nodes: eval
+                         (EVALSHA, then EVAL) or functions (FCALL of Redis
+                         Functions, Redis >= 7: for a user whose ACL denies
+                         EVAL and EVALSHA); default $REDSYNC_SCRIPT_MODE,
+                         else eval
   -c, --command STRING   run STRING with /bin/sh -c instead of COMMAND
   -q, --quiet            do not report waiting, or a failure to acquire or
                          to release (lost locks and errors are always

@@ -118,7 +118,7 @@ lock_run::lock_run(const lock_config& cfg)
     : cfg_(cfg),
       margins_(margins_for(cfg.ttl, cfg.drift_factor.value_or(mutex_options{}.drift_factor), cfg.kill_grace)),
       ev_(std::make_shared<loop_events>()),
-      rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard}),
+      rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard, .script_mode = cfg.script_mode}),
       main_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))),
       checker_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
 

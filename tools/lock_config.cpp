@@ -16,7 +16,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 14> lock_options{{
+constexpr std::array<option_spec, 15> lock_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -27,6 +27,7 @@ constexpr std::array<option_spec, 14> lock_options{{
     {"no-restart-guard", 0, false},
     {"kill-grace", 0, true},
     {"report-every", 0, true},
+    {"script-mode", 0, true},
     {"command", 'c', true},
     {"quiet", 'q', false},
     {"verbose", 'v', false},
@@ -59,6 +60,12 @@ void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_v
       "ms) plus the per-node command timeout ({}: {:g} % of it, at least 1 ms), {} in all",
       ttl_text, ms_text(drift), drift_factor, ms_text(timeout), timeout_factor * 100,
       ms_text(drift + timeout)));
+}
+
+redsync::script_mode parse_script_mode(std::string_view what, std::string_view text) {
+  if (text == "eval") return redsync::script_mode::eval;
+  if (text == "functions") return redsync::script_mode::functions;
+  throw usage_error(fmt::format("{}: invalid script mode \"{}\" (expected eval or functions)", what, text));
 }
 
 lock_config parse_lock_config(std::span<char* const> argv) {
@@ -119,6 +126,13 @@ lock_config parse_lock_config(std::span<char* const> argv) {
   // test harness can set it once).
   const char* guard_env = std::getenv("REDSYNC_RESTART_GUARD");
   cfg.restart_guard = !args.has("no-restart-guard") && !(guard_env && std::string_view(guard_env) == "0");
+  // As the node list: the option, else the environment (set once for every
+  // lock of a deployment whose ACL denies EVAL), else the library's default.
+  if (const std::string* v = args.last("script-mode")) {
+    cfg.script_mode = parse_script_mode("--script-mode", *v);
+  } else if (const char* env = std::getenv("REDSYNC_SCRIPT_MODE"); env != nullptr && *env != '\0') {
+    cfg.script_mode = parse_script_mode("REDSYNC_SCRIPT_MODE", env);
+  }
   cfg.verbosity = args.count("verbose") - args.count("quiet");
   return cfg;
 }

@@ -1,6 +1,8 @@
 // What `redsync lock` was asked to do, parsed and checked.
 #pragma once
 
+#include <redsync/options.hpp>
+
 #include <chrono>
 #include <optional>
 #include <span>
@@ -22,6 +24,9 @@ struct lock_config {
   bool fail_fast = false;                                ///< --fail-fast
   bool restart_guard = true;                   ///< off with --no-restart-guard or REDSYNC_RESTART_GUARD=0
   std::chrono::milliseconds kill_grace{5000};  ///< --kill-grace, default 5s
+  /// --script-mode, else $REDSYNC_SCRIPT_MODE, else eval: how the library
+  /// runs its scripts (functions: FCALL, for users denied EVAL by ACL).
+  redsync::script_mode script_mode = redsync::script_mode::eval;
   /// --report-every: while waiting, say why on stderr this often (the first
   /// time after min(2s, this)); 0 = never. Default 10s.
   std::chrono::milliseconds report_every{10'000};
@@ -38,9 +43,10 @@ struct lock_config {
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
-/// argument in the tool's own terms: an unknown option, a bad value, a --ttl
-/// too short for the library's rules, a missing NAME, a command given both
-/// after "--" and with -c, an empty command.
+/// argument in the tool's own terms: an unknown option, a bad value (also in
+/// $REDSYNC_SCRIPT_MODE), a --ttl too short for the library's rules, a
+/// missing NAME, a command given both after "--" and with -c, an empty
+/// command.
 lock_config parse_lock_config(std::span<char* const> args);
 
 /// The smallest --ttl the library accepts with `drift_factor`: it must
@@ -48,5 +54,9 @@ lock_config parse_lock_config(std::span<char* const> args);
 /// command timeout (ttl / 20, at least 1 ms). Throws usage_error naming the
 /// option when `ttl` is not above it.
 void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_view ttl_text);
+
+/// Parses "eval" or "functions". `what` names the source in the error
+/// ("--script-mode", "REDSYNC_SCRIPT_MODE"). Throws usage_error otherwise.
+redsync::script_mode parse_script_mode(std::string_view what, std::string_view text);
 
 }  // namespace redsync::cli

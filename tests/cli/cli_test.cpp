@@ -446,6 +446,8 @@ TEST_SUITE("cli") {
          "redis://127.0.0.1:notaport"},
         {{"lock", "--nodes", "http://127.0.0.1:6379", "cli-bad", "--", "true"}, "http://127.0.0.1:6379"},
         {{"lock", n, "--ttl"}, "redsync: --ttl: missing value"},
+        {{"lock", n, "--script-mode", "lua", "cli-bad", "--", "true"},
+         "redsync: --script-mode: invalid script mode \"lua\" (expected eval or functions)"},
         {{"status", n}, "redsync: status: missing lock NAME"},
         {{"ping", n, "extra"}, "redsync: ping: unexpected argument \"extra\""},
         {{"frob"}, "redsync: unknown command \"frob\""},

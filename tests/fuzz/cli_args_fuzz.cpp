@@ -35,7 +35,7 @@ using namespace redsync::cli;
 using redsync::fuzz::check;
 
 // The options of lock, status and ping together, with short forms.
-constexpr std::array<option_spec, 17> all_options{{
+constexpr std::array<option_spec, 18> all_options{{
     {"nodes", 0, true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -48,6 +48,7 @@ constexpr std::array<option_spec, 17> all_options{{
     {"value", 0, true},
     {"timeout", 0, true},
     {"report-every", 0, true},
+    {"script-mode", 0, true},
     {"command", 'c', true},
     {"json", 0, false},
     {"quiet", 'q', false},
@@ -115,6 +116,8 @@ void fuzz_lock(std::span<char* const> argv) {
           "lock: --drift-factor outside [0, 1) accepted");
   }
   check(!(cfg.quiet() && cfg.verbose()), "lock: quiet and verbose at once");
+  check(cfg.script_mode == redsync::script_mode::eval || cfg.script_mode == redsync::script_mode::functions,
+        "lock: a script mode that is neither eval nor functions");
 }
 
 void fuzz_split(std::span<char* const> argv) {
@@ -176,6 +179,11 @@ void fuzz_values(const std::string& arg) {
     check_nodes(parse_nodes("--nodes", arg));
   } catch (const usage_error&) {
   }
+  try {
+    const redsync::script_mode m = parse_script_mode("--script-mode", arg);
+    check(arg == (m == redsync::script_mode::eval ? "eval" : "functions"), "a script mode from another word");
+  } catch (const usage_error&) {
+  }
 }
 
 }  // namespace
@@ -184,6 +192,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // The parsers read these; the fuzzer's results must not depend on them.
   unsetenv("REDSYNC_NODES");
   unsetenv("REDSYNC_RESTART_GUARD");
+  unsetenv("REDSYNC_SCRIPT_MODE");
   return 0;
 }
 

@@ -6,6 +6,8 @@
 
 using redsync::detail::sha1_hex;
 
+// The digest is OpenSSL's (lib/util/sha1.cpp); these vectors pin our hex
+// form of it, and that the wrapper hashes every byte it is given.
 // Expected digests: FIPS 180-1 / RFC 3174 test vectors, and `sha1sum` for
 // the rest (runs of 'a' whose lengths sit on the padding boundaries).
 
