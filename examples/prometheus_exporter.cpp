@@ -59,7 +59,8 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
   if (response == nullptr) return MHD_NO;
   MHD_add_response_header(response, "Content-Type",
                           metrics ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
-  const MHD_Result queued = MHD_queue_response(connection, metrics ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, response);
+  const MHD_Result queued =
+      MHD_queue_response(connection, metrics ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, response);
   MHD_destroy_response(response);
   return queued;
 }
@@ -85,13 +86,14 @@ int main(int argc, char** argv) try {
   redsync::redsync_options options;
   options.observer = std::make_shared<slow_acquisitions>();
   options.log = [](redsync::log_level level, std::string_view message) {
-    if (level >= redsync::log_level::info) fmt::print(stderr, "[{}] {}\n", redsync::to_string(level), message);
+    if (level >= redsync::log_level::info)
+      fmt::print(stderr, "[{}] {}\n", redsync::to_string(level), message);
   };
   redsync::Redsync rs(examples::node_uris(argc, argv), options);
 
-  MHD_Daemon* daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                                        static_cast<std::uint16_t>(port), nullptr, nullptr, &on_request, &rs,
-                                        MHD_OPTION_END);
+  MHD_Daemon* daemon =
+      MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, static_cast<std::uint16_t>(port),
+                       nullptr, nullptr, &on_request, &rs, MHD_OPTION_END);
   if (daemon == nullptr) {
     fmt::print(stderr, "cannot serve HTTP on port {} (in use?)\n", port);
     return 1;

@@ -60,7 +60,9 @@ std::string label(std::string_view v) {
 
 bool valid_metric_name(std::string_view n) {
   if (n.empty()) return false;
-  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; };
+  const auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+  };
   if (!letter(n[0])) return false;
   return std::all_of(n.begin(), n.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
@@ -99,9 +101,9 @@ struct writer {
   }
 };
 
-constexpr node_status counted_statuses[] = {node_status::ok,          node_status::taken,
-                                            node_status::missing,     node_status::reply_error,
-                                            node_status::timeout,     node_status::unreachable};
+constexpr node_status counted_statuses[] = {node_status::ok,      node_status::taken,
+                                            node_status::missing, node_status::reply_error,
+                                            node_status::timeout, node_status::unreachable};
 
 }  // namespace
 
@@ -127,8 +129,8 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
   w.header("node_answers_total", "counter", "Node answers in lock calls, by status.");
   for (const auto& n : s.nodes) {
     for (const node_status st : counted_statuses) {
-      w.sample("node_answers_total", fmt::format("node=\"{}\",status=\"{}\"", label(n.address), to_string(st)),
-               n.answers_with(st));
+      w.sample("node_answers_total",
+               fmt::format("node=\"{}\",status=\"{}\"", label(n.address), to_string(st)), n.answers_with(st));
     }
   }
   w.per_node(s, "node_script_loads_total", "counter", "Scripts loaded on the node (first use and reloads).",

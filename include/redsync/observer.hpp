@@ -11,7 +11,8 @@
 /// - It runs on the `Redsync`'s loop thread, the thread that does all the
 ///   library's I/O: it must not block (no blocking `Mutex` call, which would
 ///   return `errc::would_deadlock` there anyway; no slow I/O). Hand slow work
-///   to another thread.
+///   to another thread. An event about a call runs before that call's caller
+///   is answered (before a blocking call returns, before an async callback).
 /// - No lock of the library is held while it runs: it may call
 ///   `Redsync::stats()`, any `*_async` call, or make a new `Mutex`.
 /// - An exception it throws is caught: the library goes on, counts it in

@@ -30,8 +30,8 @@ struct REDSYNC_API latency_histogram {
   static constexpr std::size_t finite_buckets = 16;
   /// Bucket upper bounds, inclusive, in microseconds.
   static constexpr std::array<std::int64_t, finite_buckets> upper_bounds_us = {
-      50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000,
-      2'500'000, 5'000'000};
+      50,     100,    250,     500,     1'000,   2'500,     5'000,     10'000,
+      25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000};
   /// `counts[i]`: latencies in (`upper_bounds_us[i-1]`, `upper_bounds_us[i]`];
   /// the last element counts those above 5 s. Not cumulative.
   std::array<std::uint64_t, finite_buckets + 1> counts{};

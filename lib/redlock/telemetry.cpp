@@ -69,7 +69,8 @@ stats_snapshot telemetry::snapshot() const {
     for (std::size_t k = 0; k < n.answers.size(); ++k) n.answers[k] = c.answers[k].load(relaxed);
     n.script_loads = c.script_loads.load(relaxed);
     n.script_reloads = c.script_reloads.load(relaxed);
-    for (std::size_t k = 0; k < n.latency.counts.size(); ++k) n.latency.counts[k] = c.latency[k].load(relaxed);
+    for (std::size_t k = 0; k < n.latency.counts.size(); ++k)
+      n.latency.counts[k] = c.latency[k].load(relaxed);
     n.latency.sum = std::chrono::microseconds{c.latency_sum_us.load(relaxed)};
   }
   return s;
@@ -106,7 +107,9 @@ void telemetry::acquisition(const mutex_state& st, bool blocking, const result& 
     std::lock_guard lk(st.mu);
     token = st.token.value;
   }
-  notify([&](observer& o) { o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token}); });
+  notify([&](observer& o) {
+    o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});
+  });
 }
 
 void telemetry::release(const mutex_state& st, const result& r) {
@@ -122,8 +125,8 @@ void telemetry::extension(const mutex_state& st, bool automatic, const result& r
 void telemetry::lost(const mutex_state& st, const result& r) {
   lost_.fetch_add(1, relaxed);
   if (logging())
-    log(log_level::warning, fmt::format("redsync: lock \"{}\" was lost while held: {}", names_of(st.names),
-                                        r.describe()));
+    log(log_level::warning,
+        fmt::format("redsync: lock \"{}\" was lost while held: {}", names_of(st.names), r.describe()));
   notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
 }
 
@@ -178,11 +181,12 @@ void telemetry::node_changed(std::size_t i, node_state s, std::string_view detai
   const node_cell& c = nodes_[i];
   if (logging()) {
     const bool bad = s == node_state::unreachable || s == node_state::excluded;
-    const log_level level = bad ? log_level::warning
+    const log_level level = bad                          ? log_level::warning
                             : s == node_state::connected ? log_level::debug
                                                          : log_level::info;
     std::string message = fmt::format("redsync: node {} {}", c.address, to_string(s));
-    if (s == node_state::excluded) message = fmt::format("redsync: node {} excluded from the quorum", c.address);
+    if (s == node_state::excluded)
+      message = fmt::format("redsync: node {} excluded from the quorum", c.address);
     if (s == node_state::voting) message = fmt::format("redsync: node {} votes again", c.address);
     if (!detail.empty()) message += fmt::format(": {}", detail);
     log(level, message);
@@ -190,7 +194,8 @@ void telemetry::node_changed(std::size_t i, node_state s, std::string_view detai
   notify([&](observer& o) { o.on_node({.node = i, .address = c.address, .state = s, .detail = detail}); });
 }
 
-void telemetry::script_missing(std::size_t i, bool function, std::string_view sha1, clock::time_point sent_at) {
+void telemetry::script_missing(std::size_t i, bool function, std::string_view sha1,
+                               clock::time_point sent_at) {
   node_cell& c = nodes_[i];
   c.script_loads.fetch_add(1, relaxed);
   auto seen = std::find_if(c.loaded.begin(), c.loaded.end(), [&](const auto& l) { return l.first == sha1; });

@@ -43,8 +43,8 @@ redsync::stats_snapshot sample() {
   n.answers[static_cast<std::size_t>(redsync::node_status::timeout)] = 1;
   n.script_loads = 4;
   n.script_reloads = 1;
-  n.latency.counts[0] = 3;   // <= 50 us
-  n.latency.counts[4] = 10;  // (500 us, 1 ms]
+  n.latency.counts[0] = 3;                                           // <= 50 us
+  n.latency.counts[4] = 10;                                          // (500 us, 1 ms]
   n.latency.counts[redsync::latency_histogram::finite_buckets] = 1;  // above 5 s
   n.latency.sum = 1'234'000us;
   s.nodes.push_back(n);

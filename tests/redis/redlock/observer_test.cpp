@@ -57,17 +57,25 @@ struct recorder : redsync::observer {
   std::vector<node_change> nodes;
   std::vector<std::pair<redsync::log_level, std::string>> logs;
 
-  void add(std::string kind, std::span<const std::string> names, const redsync::result& r, std::uint64_t token,
-           bool flag) {
+  void add(std::string kind, std::span<const std::string> names, const redsync::result& r,
+           std::uint64_t token, bool flag) {
     std::lock_guard lk(mu);
-    calls.push_back({std::move(kind), {names.begin(), names.end()}, r.error, r.attempts, r.nodes.size(), token,
-                     flag, std::this_thread::get_id()});
+    calls.push_back({std::move(kind),
+                     {names.begin(), names.end()},
+                     r.error,
+                     r.attempts,
+                     r.nodes.size(),
+                     token,
+                     flag,
+                     std::this_thread::get_id()});
   }
   void on_acquire(const redsync::acquire_event& e) override {
     add("acquire", e.names, e.outcome, e.token, e.blocking);
   }
   void on_release(const redsync::release_event& e) override { add("release", e.names, e.outcome, 0, false); }
-  void on_extend(const redsync::extend_event& e) override { add("extend", e.names, e.outcome, 0, e.automatic); }
+  void on_extend(const redsync::extend_event& e) override {
+    add("extend", e.names, e.outcome, 0, e.automatic);
+  }
   void on_lost(const redsync::lost_event& e) override { add("lost", e.names, e.outcome, 0, false); }
   void on_node(const redsync::node_event& e) override {
     std::lock_guard lk(mu);
@@ -110,7 +118,8 @@ struct recorder : redsync::observer {
   }
 };
 
-redsync::redsync_options observed(const std::shared_ptr<recorder>& rec, redsync::redsync_options o = fresh_nodes()) {
+redsync::redsync_options observed(const std::shared_ptr<recorder>& rec,
+                                  redsync::redsync_options o = fresh_nodes()) {
   o.observer = rec;
   o.log = rec->hook();
   return o;
@@ -310,9 +319,9 @@ TEST_SUITE("observer") {
     redsync::Redsync rs(c.uris(), observed(rec));
     const auto name = unique_name("obs:lost");
     std::atomic<int> on_lost_calls{0};
-    auto m = rs.new_mutex(name, {.expiry = 900ms,
-                                 .auto_extend = true,
-                                 .on_lost = [&](const redsync::result&) { ++on_lost_calls; }});
+    auto m = rs.new_mutex(
+        name,
+        {.expiry = 900ms, .auto_extend = true, .on_lost = [&](const redsync::result&) { ++on_lost_calls; }});
     REQUIRE(m.lock(redsync::context::timeout(5s)));
     for (std::size_t i = 0; i < 3; ++i) redis_client(c[i]).command({"DEL", name});
 
