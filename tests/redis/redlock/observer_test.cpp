@@ -6,6 +6,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "tcp_proxy.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>
@@ -27,8 +28,14 @@ using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
+using redsync::test::tcp_proxy;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
+
+namespace redsync::test {
+// The library's threshold (lib/redlock/telemetry.hpp), as documented.
+constexpr std::uint64_t storm_reconnects = 5;
+}  // namespace redsync::test
 
 namespace {
 
@@ -204,9 +211,16 @@ TEST_SUITE("observer") {
     REQUIRE(m.unlock(redsync::context::timeout(5s)));
 
     c[1].kill();
-    REQUIRE(m.lock(redsync::context::timeout(5s)));  // 4 of 5 still make a quorum
+    // 4 of 5 still make a quorum; the first call may only find the dropped
+    // connection, the next one's connect is refused.
+    CHECK(wait_until(
+        [&] {
+          if (m.lock(redsync::context::timeout(5s))) (void)m.unlock(redsync::context::timeout(5s));
+          return rec->find_node(1, redsync::node_state::unreachable) >= 0;
+        },
+        5s));
+    REQUIRE(m.lock(redsync::context::timeout(5s)));
     REQUIRE(m.unlock(redsync::context::timeout(5s)));
-    CHECK(wait_until([&] { return rec->find_node(1, redsync::node_state::unreachable) >= 0; }, 5s));
     const long down = rec->find_node(1, redsync::node_state::unreachable);
     {
       std::lock_guard lk(rec->mu);
@@ -233,6 +247,39 @@ TEST_SUITE("observer") {
     CHECK(s.nodes[1].connected);
     CHECK(s.nodes[1].reconnects == 1);
     CHECK(s.nodes[1].unreachable == 1);
+  }
+
+  TEST_CASE("a node whose connections keep dropping is reported reconnected each time, then as a storm") {
+    cluster c(3);
+    tcp_proxy proxy(c[0].port());
+    const std::string via_proxy = "127.0.0.1:" + std::to_string(proxy.port());
+    auto rec = std::make_shared<recorder>();
+    redsync::Redsync rs({"redis://" + via_proxy, c[1].uri(), c[2].uri()}, observed(rec));
+    auto m = rs.new_mutex(unique_name("obs:storm"), {.expiry = 2s});
+    REQUIRE(m.lock(redsync::context::timeout(5s)));
+    REQUIRE(m.unlock(redsync::context::timeout(5s)));
+    for (std::uint64_t k = 1; k <= redsync::test::storm_reconnects; ++k) {
+      CAPTURE(k);
+      CHECK_FALSE(rec->logged(redsync::log_level::warning, "reconnect storm"));
+      proxy.drop_connections();
+      REQUIRE(wait_until(
+          [&] {
+            if (m.try_lock(redsync::context::timeout(2s))) (void)m.unlock(redsync::context::timeout(2s));
+            return rs.stats().nodes[0].reconnects >= k;
+          },
+          10s));
+    }
+    CHECK(rec->logged(redsync::log_level::warning,
+                      "reconnect storm: node " + via_proxy + " reconnected 5 times within 60 s"));
+    const auto s = rs.stats();
+    CHECK(s.nodes[0].reconnects == 5);
+    CHECK(s.nodes[0].unreachable == 0);  // the node never refused a connection: drops, not an outage
+    CHECK(s.nodes[1].reconnects == 0);
+    std::size_t reconnected = 0;
+    for (long k = 0;
+         (k = rec->find_node(0, redsync::node_state::reconnected, static_cast<std::size_t>(k))) >= 0; ++k)
+      ++reconnected;
+    CHECK(reconnected == 5);
   }
 
   TEST_CASE("a node restarted empty is excluded by the restart guard, then votes again") {
