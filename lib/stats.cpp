@@ -101,9 +101,9 @@ struct writer {
   }
 };
 
-constexpr node_status counted_statuses[] = {node_status::ok,      node_status::taken,
-                                            node_status::missing, node_status::reply_error,
-                                            node_status::timeout, node_status::unreachable};
+constexpr node_status counted_statuses[] = {
+    node_status::ok,      node_status::taken,       node_status::missing, node_status::reply_error,
+    node_status::timeout, node_status::unreachable, node_status::excluded};
 
 }  // namespace
 

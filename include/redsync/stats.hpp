@@ -70,9 +70,10 @@ struct REDSYNC_API node_stats {
   std::uint64_t reconnects = 0;
   /// Outages: times the node became unreachable.
   std::uint64_t unreachable = 0;
-  /// Answers in the rounds of lock calls, indexed by `node_status` value
-  /// (`ok`, `taken`, `missing`, `reply_error`, `timeout`, `unreachable`, ...;
-  /// nodes not awaited or left out are not counted).
+  /// Answers in the rounds of lock calls, indexed by `node_status` value:
+  /// `ok`, `taken`, `missing`, `reply_error`, `timeout`, `unreachable`, and
+  /// `excluded` for a yes that did not count. A node left out of a round, or
+  /// whose answer came after the round had reported, is not counted.
   std::array<std::uint64_t, 8> answers{};
   /// Scripts this `Redsync` loaded on the node (EVAL after NOSCRIPT, or
   /// FUNCTION LOAD): the first use of each script, and every reload.

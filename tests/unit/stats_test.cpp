@@ -95,6 +95,8 @@ TEST_CASE("prometheus_text writes HELP and TYPE once per metric and one sample p
   CHECK(has_line(text, "redsync_node_unreachable_total{node=\"127.0.0.1:7001\"} 1"));
   CHECK(has_line(text, "redsync_node_answers_total{node=\"127.0.0.1:7001\",status=\"ok\"} 13"));
   CHECK(has_line(text, "redsync_node_answers_total{node=\"127.0.0.1:7001\",status=\"timeout\"} 1"));
+  CHECK(has_line(text, "redsync_node_answers_total{node=\"127.0.0.1:7001\",status=\"excluded\"} 0"));
+  CHECK(text.find("status=\"not_awaited\"") == std::string::npos);
   CHECK(has_line(text, "redsync_node_script_loads_total{node=\"127.0.0.1:7001\"} 4"));
   CHECK(has_line(text, "redsync_node_script_reloads_total{node=\"127.0.0.1:7001\"} 1"));
   CHECK(has_line(text, "# TYPE redsync_node_latency_seconds histogram"));
