@@ -20,6 +20,9 @@
 ///   (an exception from the log hook itself is only counted).
 /// - Events may still arrive while the `Redsync` is being destroyed (calls
 ///   finishing with `errc::shutting_down`); do not call the `Redsync` then.
+///   The `Redsync` holds its observer until it is gone, so an observer must
+///   not own a `Mutex` of that `Redsync` past it (a `Mutex` must not outlive
+///   its `Redsync`).
 
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>

@@ -459,6 +459,7 @@ TEST_SUITE("observer") {
     CHECK(rs.stats().acquisitions.ok == 2);
     CHECK(m.unlock(redsync::context::timeout(5s)));
     CHECK(obs->second->unlock(redsync::context::timeout(5s)));
+    obs->second.reset();  // a Mutex must not outlive its Redsync
   }
 
   TEST_CASE("without an observer or log hook, stats() still counts, from any thread") {
