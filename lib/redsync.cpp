@@ -65,5 +65,8 @@ std::size_t Redsync::quorum() const noexcept {
 std::vector<std::string> Redsync::addresses() const {
   return engine_->addresses();
 }
+stats_snapshot Redsync::stats() const {
+  return engine_->telemetry().snapshot();
+}
 
 }  // namespace redsync

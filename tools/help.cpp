@@ -149,10 +149,14 @@ const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME
 For every node: whether the key NAME exists, its remaining time to live and
 its value, whether it is ours (equal to --value, or to $REDSYNC_LOCK_VALUE,
 which redsync lock sets for its command), and whether the node's vote
-counts yet (see redsync ping --help). Then who holds it: for a value
-redsync lock made, the user, host and pid of that run and since when it
-asked for the lock (it may have waited before it got it); "an unknown
-holder" for other values. Then a summary.
+counts yet (see redsync ping --help); a key that a release kept for the
+head of the waiting line is shown as such, not as held. Then who holds it:
+for a value redsync lock made, the user, host and pid of that run and since
+when it asked for the lock (it may have waited before it got it); "an
+unknown holder" for other values. Then the waiting line, oldest first: who
+waits, since when, on how many nodes, and how much of its lease is left.
+Then each node's fencing counter (the next holder's token is above the
+counters of the nodes it wins). Then a summary.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)

@@ -148,17 +148,21 @@ std::optional<holder_identity> decode_holder_value(std::string_view value) {
   return h;
 }
 
-std::string describe_holder(const holder_identity& h, std::chrono::system_clock::time_point now) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(h.since.time_since_epoch()).count();
+std::string describe_since(std::chrono::system_clock::time_point since,
+                           std::chrono::system_clock::time_point now) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - h.since);
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
   const std::string ago =
       age.count() >= 0 ? human_duration(age) + " ago" : "in the future: the clocks disagree";
-  return fmt::format("{}@{} pid {}, since {:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z ({})", h.user, h.host,
-                     h.pid, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ms % 1000, ago);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z ({})", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000, ago);
+}
+
+std::string describe_holder(const holder_identity& h, std::chrono::system_clock::time_point now) {
+  return fmt::format("{}@{} pid {}, since {}", h.user, h.host, h.pid, describe_since(h.since, now));
 }
 
 }  // namespace redsync::cli

@@ -34,6 +34,10 @@ std::string make_holder_value();
 /// other value (another client's, or a library default).
 std::optional<holder_identity> decode_holder_value(std::string_view value);
 
+/// "2024-05-01T12:00:01.123Z (3.2 s ago)".
+std::string describe_since(std::chrono::system_clock::time_point since,
+                           std::chrono::system_clock::time_point now);
+
 /// "root@web1 pid 4242, since 2024-05-01T12:00:01.123Z (3.2 s ago)".
 std::string describe_holder(const holder_identity& h, std::chrono::system_clock::time_point now);
 

@@ -1,6 +1,6 @@
 // `redsync status NAME`: what every node holds for a lock name, who that
-// holder is (for values `redsync lock` made), and whether each node's vote
-// counts yet.
+// holder is (for values `redsync lock` made), whether each node's vote
+// counts yet, each node's fencing counter, and who waits in the line.
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -8,6 +8,7 @@
 #include "help.hpp"
 #include "holder_value.hpp"
 #include "json.hpp"
+#include "lock_line.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
 
@@ -38,6 +39,8 @@ struct node_state {
   std::optional<long long> pttl_ms{};  // held with an expiry
   std::optional<bool> ours{};          // held, and --value known
   node_vote vote{};
+  std::optional<long long> fence{};           // the node's fencing counter
+  std::optional<std::string> reserved_for{};  // a release reserved the key for this waiter
 };
 
 // One value found on the nodes, with how many hold it.
@@ -86,11 +89,13 @@ int run_status(std::span<char* const> argv) {
 
   std::vector<std::vector<std::string>> commands{{"GET", name}, {"PTTL", name}};
   for (auto& c : vote_commands()) commands.push_back(std::move(c));
+  for (auto& c : line_commands(name)) commands.push_back(std::move(c));
   const auto results = probe_all(uris, commands, timeout);
   const auto now = std::chrono::system_clock::now();
 
   std::vector<node_state> nodes;
   std::vector<holder> holders;
+  std::vector<waiter> waiters;
   std::size_t answered = 0, held = 0, held_by_us = 0, voting = 0, refused = 0;
   for (const auto& r : results) {
     node_state s{.probe = &r};
@@ -103,10 +108,18 @@ int run_status(std::span<char* const> argv) {
     ++answered;
     s.vote = vote_of(r.replies.at(2), r.replies.at(3), r.replies.at(4), ttl);
     voting += s.vote.what == node_vote::state::votes ? 1 : 0;
+    s.fence = fence_of(r.replies.at(3));
+    if (const auto now_ms = server_ms(r.replies.at(4)))
+      add_line(waiters, r.replies.at(5), r.replies.at(6), *now_ms);
     const probe_reply& value = r.replies.at(0);
     const probe_reply& pttl = r.replies.at(1);
     if (value.type == probe_reply::kind::error) {
       s.error = value.str;
+    } else if (value.type == probe_reply::kind::string && reserved_for(value.str)) {
+      // Released, and kept for the head of the line for its claim window:
+      // nobody holds it.
+      s.reserved_for = reserved_for(value.str);
+      if (pttl.type == probe_reply::kind::integer && pttl.integer >= 0) s.pttl_ms = pttl.integer;
     } else if (value.type == probe_reply::kind::string) {
       ++held;
       s.value = value.str;
@@ -127,6 +140,10 @@ int run_status(std::span<char* const> argv) {
   }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;
+  std::optional<long long> fence_max;
+  for (const auto& s : nodes) {
+    if (s.fence) fence_max = std::max(fence_max.value_or(*s.fence), *s.fence);
+  }
 
   if (args.has("json")) {
     std::string node_list;
@@ -135,14 +152,15 @@ int run_status(std::span<char* const> argv) {
       const bool up = s.probe->up;
       node_list += fmt::format(
           R"({{"address":{},"up":{},"error":{},"held":{},"pttl_ms":{},"value":{},"ours":{},"holder":{},)"
-          R"("vote":{},"vote_reason":{},"votes_in_ms":{}}})",
+          R"("vote":{},"vote_reason":{},"votes_in_ms":{},"fence":{},"reserved_for":{}}})",
           json_string(s.probe->address), json_bool(up), s.error.empty() ? "null" : json_string(s.error),
           json_bool(s.value.has_value()), json_number_or_null(s.pttl_ms), json_string_or_null(s.value),
           s.ours ? json_bool(*s.ours) : "null",
           identity_json(s.value ? decode_holder_value(*s.value) : std::nullopt),
           up ? json_string(to_string(s.vote.what)) : "null",
           up && !s.vote.reason.empty() ? json_string(s.vote.reason) : "null",
-          up && s.vote.votes_in ? fmt::format("{}", s.vote.votes_in->count()) : "null");
+          up && s.vote.votes_in ? fmt::format("{}", s.vote.votes_in->count()) : "null",
+          json_number_or_null(s.fence), json_string_or_null(s.reserved_for));
     }
     std::string holder_list;
     for (const auto& h : holders) {
@@ -150,12 +168,18 @@ int run_status(std::span<char* const> argv) {
       holder_list += fmt::format(R"({{"value":{},"nodes":{},"holder":{}}})", json_string(h.value), h.nodes,
                                  identity_json(h.identity));
     }
-    fmt::print(
-        R"({{"name":{},"nodes":[{}],"holders":[{}],"held":{},"ours":{},"answered":{},"voting":{},"total":{},)"
-        R"("quorum":{}}})"
-        "\n",
-        json_string(name), node_list, holder_list, held,
-        ours ? fmt::format("{}", held_by_us) : std::string("null"), answered, voting, n, quorum);
+    std::string waiting;
+    for (const auto& w : waiters) {
+      if (!waiting.empty()) waiting += ',';
+      waiting += fmt::format(R"({{"value":{},"holder":{},"since_unix_ms":{},"nodes":{},"lease_ms":{}}})",
+                             json_string(w.value), identity_json(w.identity), w.arrival_us / 1000, w.nodes,
+                             w.lease_left.count());
+    }
+    fmt::print(R"({{"name":{},"nodes":[{}],"holders":[{}],"waiting":[{}],"fence_max":{},"held":{},"ours":{},)"
+               R"("answered":{},"voting":{},"total":{},"quorum":{}}})"
+               "\n",
+               json_string(name), node_list, holder_list, waiting, json_number_or_null(fence_max), held,
+               ours ? fmt::format("{}", held_by_us) : std::string("null"), answered, voting, n, quorum);
   } else {
     for (const auto& s : nodes) {
       const std::string& address = s.probe->address;
@@ -166,6 +190,10 @@ int run_status(std::span<char* const> argv) {
       std::string line;
       if (!s.error.empty()) {
         line = fmt::format("{}: error ({})", address, s.error);
+      } else if (s.reserved_for) {
+        line = fmt::format("{}: released, kept for the head of the line ({}) for {}", address,
+                           describe_waiter({*s.reserved_for, 0, 0, {}, decode_holder_value(*s.reserved_for)}),
+                           s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("its claim window"));
       } else if (!s.value) {
         line = fmt::format("{}: absent", address);
       } else {
@@ -183,6 +211,24 @@ int run_status(std::span<char* const> argv) {
                    h.value, h.nodes, n);
       }
     }
+    if (waiters.empty()) {
+      fmt::print("waiting line: nobody waits\n");
+    } else {
+      fmt::print("waiting line: {} waiting\n", waiters.size());
+      for (std::size_t i = 0; i < waiters.size(); ++i) {
+        const waiter& w = waiters[i];
+        const std::chrono::system_clock::time_point since{std::chrono::microseconds(w.arrival_us)};
+        fmt::print("  {}. {}, waiting since {}, on {}/{} nodes, lease {} ms left\n", i + 1,
+                   describe_waiter(w), describe_since(since, now), w.nodes, n, w.lease_left.count());
+      }
+    }
+    std::string fences;
+    for (const auto& s : nodes) {
+      if (!s.probe->up) continue;
+      fences += fmt::format("{}{} {}", fences.empty() ? "" : ", ", s.probe->address,
+                            s.fence ? fmt::format("{}", *s.fence) : std::string("none"));
+    }
+    if (!fences.empty()) fmt::print("fencing counters: {}\n", fences);
     std::string summary = fmt::format("lock \"{}\": held on {}/{} nodes", name, held, n);
     if (ours) summary += fmt::format(", ours on {}/{}", held_by_us, n);
     summary += fmt::format("; {}/{} nodes answered, {}/{} voting, quorum {}", answered, n, voting, n, quorum);

@@ -8,11 +8,13 @@
 
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
+#include <redsync/observer.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -109,6 +111,15 @@ struct redsync_options {
   /// `script_mode::functions` (Redis >= 7). A node below the mode's minimum
   /// Redis version does not vote, and says why.
   redsync::script_mode script_mode = redsync::script_mode::eval;
+  /// Told of every acquisition, release, extension, lost lock and node state
+  /// change, on the loop thread (observer.hpp: must not block, may throw).
+  /// Default nullptr: no events, and no cost beyond the counters of
+  /// `Redsync::stats()`.
+  std::shared_ptr<redsync::observer> observer{};
+  /// Receives the library's warnings (a node unreachable or excluded, a
+  /// reconnect storm, scripts reloaded on a node) and less serious messages,
+  /// on the loop thread (observer.hpp). Default empty: nothing is logged.
+  redsync::log_hook log{};
 };
 
 // Every field has a default member initializer, so designated initializers

@@ -9,7 +9,9 @@
 #include <redsync/export.hpp>
 #include <redsync/guard.hpp>
 #include <redsync/mutex.hpp>
+#include <redsync/observer.hpp>
 #include <redsync/options.hpp>
+#include <redsync/stats.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -69,6 +71,12 @@ class REDSYNC_API Redsync {
   std::size_t quorum() const noexcept;
   /// Node addresses, in node order.
   std::vector<std::string> addresses() const;
+
+  /// The counters of this `Redsync` (stats.hpp): calls by outcome, lost
+  /// locks, and per node its state, answers, script loads and a latency
+  /// histogram. Any thread, the loop thread and observer callbacks included;
+  /// never blocks (relaxed atomic loads, no lock, no hop to the loop).
+  stats_snapshot stats() const;
 
  private:
   std::shared_ptr<detail::engine> engine_;

@@ -296,6 +296,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
     if (why != errc{}) line_->leave(false, last_);
   }
 
+  // Observability: counters and the observer's on_acquire (telemetry.hpp).
+  void on_outcome(const result& r) override { eng_.telemetry().acquisition(*st_, blocking_, r); }
+
   const bool blocking_;
   const std::string value_;
   wire_command fast_wire_;  // the transaction, for a single-name lock

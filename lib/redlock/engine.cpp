@@ -29,6 +29,13 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
   size_ = pools_.size();
+  telemetry_ = std::make_shared<detail::telemetry>(addresses_, options.observer, options.log);
+  for (std::size_t i = 0; i < size_; ++i) {
+    pools_[i]->on_event([t = telemetry_, i](pool_event e, std::string_view detail,
+                                            std::chrono::steady_clock::time_point sent_at) {
+      t->pool(i, e, detail, sent_at);
+    });
+  }
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO first: node_trust needs the server's
@@ -107,6 +114,7 @@ void engine::shut_down(std::function<void()> closed) {
   // engine destroyed on its own loop thread is gone by then.
   wind_up_tasks();
   trust_->close();
+  telemetry_->close();
   struct parts {
     std::vector<std::unique_ptr<node_pool>> pools;
     std::unique_ptr<release_listener> listener;

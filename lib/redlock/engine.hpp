@@ -6,6 +6,7 @@
 
 #include "redlock/node_trust.hpp"
 #include "redlock/release_listener.hpp"
+#include "redlock/telemetry.hpp"
 #include "transport/cleanup_drain.hpp"
 #include "transport/event_loop.hpp"
 #include "transport/node_pool.hpp"
@@ -70,6 +71,9 @@ class engine {
   }
   // Loop thread: which nodes' votes count (restart guard, fencing repair).
   node_trust& trust() noexcept { return *trust_; }
+  // Counters, observer and log hook (any thread for snapshot(), else loop).
+  detail::telemetry& telemetry() noexcept { return *telemetry_; }
+  const detail::telemetry& telemetry() const noexcept { return *telemetry_; }
   void add_task(loop_task* t) { tasks_.insert(t); }
   void remove_task(loop_task* t) { tasks_.erase(t); }
 
@@ -89,6 +93,8 @@ class engine {
   std::unordered_set<loop_task*> tasks_;
   std::atomic<std::int64_t> longest_expiry_ms_{0};
   std::unique_ptr<node_trust> trust_;
+  // Shared with the pools' event listeners, which may outlive the engine.
+  std::shared_ptr<detail::telemetry> telemetry_;
   std::atomic<bool> shutting_down_{false};
   const redsync::script_mode script_mode_;
 };

@@ -96,6 +96,8 @@ class release_operation final : public mutex_operation {
     if (st_->has_value(true)) release_everywhere_retried(*st_);
   }
 
+  void on_outcome(const result& r) override { eng_.telemetry().release(*st_, r); }
+
   bool release_sent_ = false;
 };
 
@@ -172,6 +174,13 @@ class holder_round final : public mutex_operation {
       return finish(errc::lost);
     }
     finish({});
+  }
+
+  // A check is not counted, nor an automatic extension that found the
+  // watchdog already stopped (nothing was sent).
+  void on_outcome(const result& r) override {
+    if (kind_ == op_kind::check || (kind_ == op_kind::auto_extend && r.error == errc::not_held)) return;
+    eng_.telemetry().extension(*st_, kind_ == op_kind::auto_extend, r);
   }
 
   const op_kind kind_;

@@ -99,6 +99,9 @@ void mutex_operation::finish(errc why) {
     std::lock_guard lk(st_->mu);
     st_->last = r;
   }
+  // Counted and observed before the caller hears of it, and outside `mu`:
+  // stats() read after a call returns includes that call.
+  on_outcome(r);
   auto done = std::move(done_);
   // The stop callback may be running on another thread right now; its
   // destructor waits for it, and it only posts, so this cannot deadlock.

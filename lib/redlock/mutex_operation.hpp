@@ -61,6 +61,8 @@ class mutex_operation : public loop_task, public std::enable_shared_from_this<mu
   virtual void on_abandon() {}
   // Closes the kind's own handles; runs once, before the caller is answered.
   virtual void on_finish(errc why) { (void)why; }
+  // Observability: the outcome, before the caller is answered (telemetry.hpp).
+  virtual void on_outcome(const result& r) { (void)r; }
 
   // ---- for the kinds ----
   // Ends the operation with `why` (errc{} for success) unless it already

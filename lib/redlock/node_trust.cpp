@@ -168,6 +168,12 @@ void node_trust::transaction_refused(std::size_t i) {
 }
 
 bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {
+  const bool excluded = judge_yes(i, r, expiry, why);
+  eng_.telemetry().vote(i, excluded, why);  // observability: excluded / voting again
+  return excluded;
+}
+
+bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {
   node& n = nodes_[i];
   n.counted_window = milliseconds::zero();
   if (!n.problem.empty()) {

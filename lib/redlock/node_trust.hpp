@@ -160,6 +160,8 @@ class node_trust {
   };
   struct look;
 
+  // exclude_yes without telling telemetry.
+  bool judge_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry, std::string& why);
   void start_look();
   void on_look(const look& l);
   void settle();

@@ -37,6 +37,7 @@ server_error classify_server_error(std::string_view m) noexcept {
 namespace {
 
 struct round_state {
+  engine* eng = nullptr;
   round_spec spec;
   tally counts;
   std::function<void(tally&&)> done;
@@ -93,6 +94,7 @@ struct round_state {
         break;
     }
     --counts.pending;
+    eng->telemetry().answer(i, n.status, n.latency);
     switch (n.status) {
       case node_status::ok: ++counts.ok; break;
       case node_status::taken: ++counts.taken; break;
@@ -115,6 +117,7 @@ struct round_state {
 void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) {
   const std::size_t n = eng.size();
   auto st = std::make_shared<round_state>();
+  st->eng = &eng;
   st->spec = std::move(spec);
   st->done = std::move(done);
   st->counts.nodes.resize(n);

@@ -69,6 +69,7 @@ void send_eval(node_pool& pool, std::uint64_t route, const script_call& call, mi
               if (wanted && !wanted()) return done(std::move(r));
               // The node lost its script cache (SCRIPT FLUSH, restart): send
               // the source itself, which also caches it again.
+              pool.note(pool_event::script_loaded, call.script->sha1, clock::now() - r.latency);
               const auto first_latency = r.latency;
               pool.send(route, to_eval(call), left_until(deadline),
                         [first_latency, done = std::move(done)](command_result&& r2) {
@@ -127,6 +128,7 @@ void send_fcall(node_pool& pool, std::uint64_t route, const script_call& call, m
               // restart without persistence).
               if (!is_error_starting(r, "ERR Function not found")) return done(std::move(r));
               if (wanted && !wanted()) return done(std::move(r));
+              pool.note(pool_event::function_loaded, call.script->sha1, clock::now() - r.latency);
               load_and_call(pool, route, call, deadline, r.latency, std::move(done));
             });
 }

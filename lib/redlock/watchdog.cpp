@@ -140,6 +140,7 @@ void watchdog::declare_lost(const result& why) {
     st_.held = false;
   }
   st_.lost.request_stop();
+  st_.eng.telemetry().lost(st_, r);
   if (st_.opts.on_lost) {
     try {
       st_.opts.on_lost(r);

@@ -60,6 +60,14 @@ struct node_pool::impl {
   clock::time_point retry_at{};
   std::string last_error;
 
+  // Observability: whether the node is up as far as connects tell, and
+  // which connections have been up before (a connect there is a reconnect).
+  enum class health { unknown, up, down };
+  pool_listener listener;
+  health node_health = health::unknown;
+  bool ever_up = false;
+  std::vector<bool> slot_was_up;
+
   state st = state::open;
   std::size_t closing_left = 0;
   std::function<void()> closed;
@@ -110,13 +118,41 @@ struct node_pool::impl {
   connection& connection_for(std::size_t slot) {
     auto& c = connections[slot];
     if (!c) {
-      c = std::make_unique<connection>(loop, config,
-                                       [this](const std::string* error) { on_connect_result(error); });
+      c = std::make_unique<connection>(
+          loop, config, [this, slot](const std::string* error) { on_connect_result(slot, error); });
     }
     return *c;
   }
 
-  void on_connect_result(const std::string* error) {
+  void report(pool_event e, std::string_view detail) const {
+    if (listener) listener(e, detail, clock::time_point{});
+  }
+
+  // Connection events, once per change: unreachable once per outage, a
+  // reconnect when the node was down or this connection had been up.
+  void on_connection_health(std::size_t slot, const std::string* error) {
+    if (slot_was_up.size() < size) slot_was_up.resize(size, false);
+    if (error != nullptr) {
+      if (node_health != health::down) {
+        node_health = health::down;
+        report(pool_event::unreachable, *error);
+      }
+      return;
+    }
+    const bool was_down = node_health == health::down;
+    const bool again = slot_was_up[slot];
+    node_health = health::up;
+    slot_was_up[slot] = true;
+    if (!ever_up) {
+      ever_up = true;
+      report(pool_event::connected, {});
+    } else if (was_down || again) {
+      report(pool_event::reconnected, {});
+    }
+  }
+
+  void on_connect_result(std::size_t slot, const std::string* error) {
+    on_connection_health(slot, error);
     if (error == nullptr) {
       failures = 0;
       retry_at = {};
@@ -207,6 +243,15 @@ void node_pool::send(std::uint64_t route, wire_command cmd, std::chrono::microse
 
 void node_pool::close(std::function<void()> closed) {
   impl_->close(std::move(closed));
+}
+
+void node_pool::on_event(pool_listener listener) {
+  impl_->listener = std::move(listener);
+}
+
+void node_pool::note(pool_event e, std::string_view detail,
+                     std::chrono::steady_clock::time_point sent_at) const {
+  if (impl_->listener) impl_->listener(e, detail, sent_at);
 }
 
 void node_pool::on_server_info(std::function<void(const reply& info)> listener) {

@@ -77,6 +77,21 @@ struct command_result {
 
 using command_callback = std::function<void(command_result&&)>;
 
+// What a pool reports about its node, for observability. The pool itself
+// reports its connections' state; the layers above report through note()
+// what they had to send again to this node (a script it did not know).
+enum class pool_event {
+  connected,        // the first connection to the node came up
+  unreachable,      // a connect failed while the node was up (or before it ever was)
+  reconnected,      // a connection came up after the node was unreachable, or after a drop
+  script_loaded,    // a script sent by its SHA1 was unknown, so its source was sent (EVAL)
+  function_loaded,  // a function was not found, so its library was loaded (FUNCTION LOAD)
+};
+// detail: the connect error, or the script's SHA1; sent_at: when the command
+// that found the script missing was sent (time_point{} for connection events).
+using pool_listener =
+    std::function<void(pool_event e, std::string_view detail, std::chrono::steady_clock::time_point sent_at)>;
+
 // A command already encoded as RESP (shared so one encoding can be sent to
 // all N nodes without copies).
 using wire_command = std::shared_ptr<const std::string>;
@@ -100,6 +115,12 @@ class node_pool {
   // and passes the reply (an error reply too) here, on the loop thread,
   // before any other reply on it.
   void on_server_info(std::function<void(const reply& info)> listener);
+
+  // Before the first send: `listener` hears the node's events on the loop
+  // thread (possibly inside send(), when a connect fails at once).
+  void on_event(pool_listener listener);
+  // Loop thread: reports `e` through the listener (for the layers above).
+  void note(pool_event e, std::string_view detail, std::chrono::steady_clock::time_point sent_at) const;
 
   // Sends `cmd` on the connection chosen by `route` (e.g. a hash of the lock
   // name); `done` runs once with the outcome, at the latest `timeout` after

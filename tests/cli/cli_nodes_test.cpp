@@ -3,6 +3,7 @@
 // made), and both have a --json form.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli_helpers.hpp"
@@ -154,5 +155,81 @@ TEST_SUITE("cli") {
     CHECK(contains(
         o.out, R"({"address":")" + nodes.addresses()[1] + R"(","up":false,"round_trip_us":null,"error":")"));
     CHECK(contains(o.out, R"("up":2,"voting":0,"total":3,"quorum":2})"));
+  }
+}  // TEST_SUITE
+
+TEST_SUITE("cli") {
+  TEST_CASE("cli: status shows who waits in line and since when, and every node's fencing counter") {
+    cluster nodes(3);
+    temp_dir dir;
+    cli_process holder(
+        {"lock", nodes_arg(nodes), "cli-line", "--", "sh", "-c", "while [ ! -f go ]; do sleep 0.01; done"},
+        dir.path());
+    REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-line") == 3; }, 10s));
+    cli_process waiter({"lock", nodes_arg(nodes), "cli-line", "--", "true"}, dir.path());
+    const auto in_line = [&] {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (redis_client(nodes[i]).command({"ZCARD", "cli-line:redsync-line"}).integer != 1) return false;
+      }
+      return true;
+    };
+    REQUIRE(wait_until(in_line, 10s));
+    std::vector<std::string> fences;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      fences.push_back(redis_client(nodes[i]).command({"HGET", "redsync:node", "fence"}).str);
+    }
+
+    auto o = run_cli({"status", nodes_arg(nodes), "cli-line"}, dir.path(), 10s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    CHECK(contains(o.out, "waiting line: 1 waiting\n"));
+    CHECK(contains(o.out, "  1. "));
+    CHECK(contains(o.out, " pid " + std::to_string(waiter.pid()) + ", waiting since "));
+    CHECK(contains(o.out, " s ago), on 3/3 nodes, lease "));
+    const auto a = nodes.addresses();
+    CHECK(contains(o.out, "fencing counters: " + a[0] + " " + fences[0] + ", " + a[1] + " " + fences[1] +
+                              ", " + a[2] + " " + fences[2] + "\n"));
+
+    auto json = run_cli({"status", "--json", nodes_arg(nodes), "cli-line"}, dir.path(), 10s);
+    INFO(show(json));
+    CHECK(one_json_object(json.out));
+    CHECK(contains(json.out, R"("waiting":[{"value":"redsync:1:)"));
+    CHECK(contains(json.out, R"(,"pid":)" + std::to_string(waiter.pid()) + R"(,"since_unix_ms":)"));
+    CHECK(contains(json.out, R"(,"nodes":3,"lease_ms":)"));
+    CHECK(contains(json.out, R"("fence":)" + fences[0] + R"(,"reserved_for":null})"));
+    const std::string fence_max = *std::max_element(
+        fences.begin(), fences.end(), [](auto& x, auto& y) { return std::stoll(x) < std::stoll(y); });
+    CHECK(contains(json.out, R"("fence_max":)" + fence_max + R"(,"held":3,)"));
+
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    CHECK(holder.wait(10s).status == 0);
+    CHECK(waiter.wait(10s).status == 0);
+    auto after = run_cli({"status", nodes_arg(nodes), "cli-line"}, dir.path(), 10s);
+    INFO(show(after));
+    CHECK(contains(after.out, "waiting line: nobody waits\n"));
+    auto after_json = run_cli({"status", "--json", nodes_arg(nodes), "cli-line"}, dir.path(), 10s);
+    CHECK(contains(after_json.out, R"("waiting":[],)"));
+  }
+
+  TEST_CASE("cli: status shows a key a release kept for the head of the line as not held") {
+    cluster nodes(3);
+    temp_dir dir;
+    const std::string reserved = std::string("\0redsync:next\0", 14) + "their-value";
+    for (std::size_t i = 0; i < 2; ++i) {
+      redis_client(nodes[i]).command({"SET", "cli-kept", reserved, "PX", "60000"});
+    }
+    auto o = run_cli({"status", nodes_arg(nodes), "cli-kept"}, dir.path(), 10s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    CHECK(contains(o.out, nodes.addresses()[0] +
+                              ": released, kept for the head of the line (value \"their-value\") for "));
+    CHECK(contains(o.out, "lock \"cli-kept\": held on 0/3 nodes"));
+    CHECK(contains(o.out, "fencing counters: " + nodes.addresses()[0] + " none, "));
+    auto json = run_cli({"status", "--json", nodes_arg(nodes), "cli-kept"}, dir.path(), 10s);
+    INFO(show(json));
+    CHECK(one_json_object(json.out));
+    CHECK(contains(json.out, R"("held":false,"pttl_ms":)"));
+    CHECK(contains(json.out, R"("fence":null,"reserved_for":"their-value"})"));
+    CHECK(contains(json.out, R"("fence_max":null,"held":0,)"));
   }
 }  // TEST_SUITE

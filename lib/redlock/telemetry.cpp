@@ -1,0 +1,224 @@
+// Counters, observer events and log messages of one Redsync.
+
+#include "redlock/telemetry.hpp"
+
+#include "redlock/mutex_state.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+
+namespace redsync::detail {
+
+namespace {
+
+constexpr auto relaxed = std::memory_order_relaxed;
+
+std::string names_of(std::span<const std::string> names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+void telemetry::counts_cell::add(const result& r) noexcept {
+  if (!r.error) {
+    ok.fetch_add(1, relaxed);
+    return;
+  }
+  const auto v = static_cast<std::size_t>(r.error.value());
+  failed[v < failed.size() ? v : 0].fetch_add(1, relaxed);
+}
+
+call_counts telemetry::counts_cell::read() const noexcept {
+  call_counts c;
+  c.ok = ok.load(relaxed);
+  for (std::size_t i = 0; i < failed.size(); ++i) c.failed[i] = failed[i].load(relaxed);
+  return c;
+}
+
+telemetry::telemetry(std::vector<std::string> addresses, std::shared_ptr<observer> obs, log_hook log)
+    : nodes_(std::make_unique<node_cell[]>(addresses.size())),
+      size_(addresses.size()),
+      observer_(std::move(obs)),
+      log_(std::move(log)) {
+  for (std::size_t i = 0; i < size_; ++i) nodes_[i].address = std::move(addresses[i]);
+}
+
+stats_snapshot telemetry::snapshot() const {
+  stats_snapshot s;
+  s.acquisitions = acquisitions_.read();
+  s.releases = releases_.read();
+  s.extensions = extensions_.read();
+  s.lost_locks = lost_.load(relaxed);
+  s.observer_errors = observer_errors_.load(relaxed);
+  s.nodes.resize(size_);
+  for (std::size_t i = 0; i < size_; ++i) {
+    const node_cell& c = nodes_[i];
+    node_stats& n = s.nodes[i];
+    n.address = c.address;
+    n.connected = c.connected.load(relaxed);
+    n.excluded = c.excluded.load(relaxed);
+    n.reconnects = c.reconnects.load(relaxed);
+    n.unreachable = c.unreachable.load(relaxed);
+    for (std::size_t k = 0; k < n.answers.size(); ++k) n.answers[k] = c.answers[k].load(relaxed);
+    n.script_loads = c.script_loads.load(relaxed);
+    n.script_reloads = c.script_reloads.load(relaxed);
+    for (std::size_t k = 0; k < n.latency.counts.size(); ++k)
+      n.latency.counts[k] = c.latency[k].load(relaxed);
+    n.latency.sum = std::chrono::microseconds{c.latency_sum_us.load(relaxed)};
+  }
+  return s;
+}
+
+void telemetry::log(log_level level, const std::string& message) noexcept {
+  if (!log_) return;
+  try {
+    log_(level, message);
+  } catch (...) {
+    observer_errors_.fetch_add(1, relaxed);
+  }
+}
+
+template <class F>
+void telemetry::notify(F&& call) noexcept {
+  if (!observer_) return;
+  try {
+    call(*observer_);
+  } catch (const std::exception& e) {
+    observer_errors_.fetch_add(1, relaxed);
+    if (logging()) log(log_level::error, fmt::format("redsync: an observer callback threw: {}", e.what()));
+  } catch (...) {
+    observer_errors_.fetch_add(1, relaxed);
+    if (logging()) log(log_level::error, "redsync: an observer callback threw a non-standard exception");
+  }
+}
+
+void telemetry::acquisition(const mutex_state& st, bool blocking, const result& r) {
+  acquisitions_.add(r);
+  if (!observer_) return;
+  std::uint64_t token = 0;
+  if (r.ok()) {
+    std::lock_guard lk(st.mu);
+    token = st.token.value;
+  }
+  notify([&](observer& o) {
+    o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});
+  });
+}
+
+void telemetry::release(const mutex_state& st, const result& r) {
+  releases_.add(r);
+  notify([&](observer& o) { o.on_release({.names = st.names, .outcome = r}); });
+}
+
+void telemetry::extension(const mutex_state& st, bool automatic, const result& r) {
+  extensions_.add(r);
+  notify([&](observer& o) { o.on_extend({.names = st.names, .automatic = automatic, .outcome = r}); });
+}
+
+void telemetry::lost(const mutex_state& st, const result& r) {
+  lost_.fetch_add(1, relaxed);
+  if (logging())
+    log(log_level::warning,
+        fmt::format("redsync: lock \"{}\" was lost while held: {}", names_of(st.names), r.describe()));
+  notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
+}
+
+void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds latency) noexcept {
+  node_cell& c = nodes_[i];
+  const auto k = static_cast<std::size_t>(s);
+  if (k < c.answers.size()) c.answers[k].fetch_add(1, relaxed);
+  c.latency[latency_histogram::bucket_of(latency)].fetch_add(1, relaxed);
+  c.latency_sum_us.fetch_add(latency.count(), relaxed);
+}
+
+void telemetry::vote(std::size_t i, bool excluded, std::string_view why) {
+  node_cell& c = nodes_[i];
+  if (c.excluded.load(relaxed) == excluded) return;
+  c.excluded.store(excluded, relaxed);
+  node_changed(i, excluded ? node_state::excluded : node_state::voting, excluded ? why : std::string_view{});
+}
+
+void telemetry::pool(std::size_t i, pool_event e, std::string_view detail, clock::time_point sent_at) {
+  if (closed_) return;
+  node_cell& c = nodes_[i];
+  switch (e) {
+    case pool_event::connected:
+      c.connected.store(true, relaxed);
+      return node_changed(i, node_state::connected, detail);
+    case pool_event::unreachable:
+      c.connected.store(false, relaxed);
+      c.unreachable.fetch_add(1, relaxed);
+      return node_changed(i, node_state::unreachable, detail);
+    case pool_event::reconnected: {
+      c.connected.store(true, relaxed);
+      c.reconnects.fetch_add(1, relaxed);
+      const auto now = clock::now();
+      c.recent_reconnects.push_back(now);
+      while (now - c.recent_reconnects.front() > storm_window) c.recent_reconnects.pop_front();
+      if (c.recent_reconnects.size() >= storm_reconnects) {
+        c.recent_reconnects.clear();
+        if (logging())
+          log(log_level::warning,
+              fmt::format("redsync: reconnect storm: node {} reconnected {} times within {} s (a flapping "
+                          "network, or a server or proxy dropping clients)",
+                          c.address, storm_reconnects, storm_window.count()));
+      }
+      return node_changed(i, node_state::reconnected, detail);
+    }
+    case pool_event::script_loaded: return script_missing(i, false, detail, sent_at);
+    case pool_event::function_loaded: return script_missing(i, true, detail, sent_at);
+  }
+}
+
+void telemetry::node_changed(std::size_t i, node_state s, std::string_view detail) {
+  const node_cell& c = nodes_[i];
+  if (logging()) {
+    const bool bad = s == node_state::unreachable || s == node_state::excluded;
+    const log_level level = bad                          ? log_level::warning
+                            : s == node_state::connected ? log_level::debug
+                                                         : log_level::info;
+    std::string message = fmt::format("redsync: node {} {}", c.address, to_string(s));
+    if (s == node_state::excluded)
+      message = fmt::format("redsync: node {} excluded from the quorum", c.address);
+    if (s == node_state::voting) message = fmt::format("redsync: node {} votes again", c.address);
+    if (!detail.empty()) message += fmt::format(": {}", detail);
+    log(level, message);
+  }
+  notify([&](observer& o) { o.on_node({.node = i, .address = c.address, .state = s, .detail = detail}); });
+}
+
+void telemetry::script_missing(std::size_t i, bool function, std::string_view sha1,
+                               clock::time_point sent_at) {
+  node_cell& c = nodes_[i];
+  c.script_loads.fetch_add(1, relaxed);
+  auto seen = std::find_if(c.loaded.begin(), c.loaded.end(), [&](const auto& l) { return l.first == sha1; });
+  const auto now = clock::now();
+  if (seen == c.loaded.end()) {
+    c.loaded.emplace_back(std::string(sha1), now);
+    if (logging())
+      log(log_level::debug, fmt::format("redsync: node {}: {} {} loaded on first use", c.address,
+                                        function ? "function library" : "script", sha1));
+    return;
+  }
+  // Sent before our last load reached the node: part of that same load.
+  if (sent_at < seen->second) return;
+  seen->second = now;
+  c.script_reloads.fetch_add(1, relaxed);
+  if (logging())
+    log(log_level::warning,
+        function ? fmt::format("redsync: node {} lost function library {} (FUNCTION FLUSH, restart or "
+                               "failover): loaded again with FUNCTION LOAD",
+                               c.address, sha1)
+                 : fmt::format("redsync: node {} answered NOSCRIPT for script {} it had run before (SCRIPT "
+                               "FLUSH, restart or failover): sent again with EVAL",
+                               c.address, sha1));
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,84 @@
+#include "lock_line.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+namespace redsync::cli {
+namespace {
+
+// What a release leaves in a key reserved for the head of the line
+// (lib/redlock/scripts.hpp: reserved_value_prefix).
+constexpr std::string_view reserved_prefix{"\0redsync:next\0", 14};
+
+std::optional<long long> number(std::string_view s) {
+  long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> line_commands(const std::string& name) {
+  return {{"ZRANGE", name + ":redsync-line", "0", "-1", "WITHSCORES"}, {"HGETALL", name + ":redsync-leases"}};
+}
+
+void add_line(std::vector<waiter>& line, const probe_reply& members, const probe_reply& leases,
+              long long server_now_ms) {
+  using kind = probe_reply::kind;
+  if (members.type != kind::array || leases.type != kind::array) return;
+  const auto lease_of = [&](const std::string& value) -> std::optional<long long> {
+    for (std::size_t i = 0; i + 1 < leases.elements.size(); i += 2) {
+      if (leases.elements[i].str == value) return number(leases.elements[i + 1].str);
+    }
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i + 1 < members.elements.size(); i += 2) {
+    const std::string& value = members.elements[i].str;
+    // WITHSCORES gives the score as a string; arrivals are whole µs, which a
+    // double holds exactly for centuries.
+    const double score = std::strtod(members.elements[i + 1].str.c_str(), nullptr);
+    const auto until = lease_of(value);
+    if (!until || *until < server_now_ms) continue;
+    const std::chrono::milliseconds left{*until - server_now_ms};
+    auto w = std::find_if(line.begin(), line.end(), [&](const waiter& x) { return x.value == value; });
+    if (w == line.end()) {
+      line.push_back({value, static_cast<long long>(score), 0, left, decode_holder_value(value)});
+      w = line.end() - 1;
+    }
+    ++w->nodes;
+    w->lease_left = std::max(w->lease_left, left);
+  }
+  std::stable_sort(line.begin(), line.end(),
+                   [](const waiter& a, const waiter& b) { return a.arrival_us < b.arrival_us; });
+}
+
+std::optional<long long> server_ms(const probe_reply& time) {
+  if (time.type != probe_reply::kind::array || time.elements.size() != 2) return std::nullopt;
+  const auto secs = number(time.elements[0].str);
+  const auto micros = number(time.elements[1].str);
+  if (!secs || !micros) return std::nullopt;
+  return *secs * 1000 + *micros / 1000;
+}
+
+std::optional<long long> fence_of(const probe_reply& record) {
+  if (record.type != probe_reply::kind::array || record.elements.empty()) return std::nullopt;
+  const probe_reply& f = record.elements[0];
+  if (f.type != probe_reply::kind::string) return std::nullopt;
+  return number(f.str);
+}
+
+std::optional<std::string> reserved_for(std::string_view key_value) {
+  if (!key_value.starts_with(reserved_prefix)) return std::nullopt;
+  return std::string(key_value.substr(reserved_prefix.size()));
+}
+
+std::string describe_waiter(const waiter& w) {
+  if (w.identity) return fmt::format("{}@{} pid {}", w.identity->user, w.identity->host, w.identity->pid);
+  return fmt::format("value \"{}\"", w.value);
+}
+
+}  // namespace redsync::cli
