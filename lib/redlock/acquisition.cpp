@@ -155,6 +155,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
       if (!a.eng_.trust().window_covers(i, a.st_->opts.expiry)) return script(i, pool, std::move(done));
       auto on_exec = [self, round, i, &pool, done = std::move(done)](command_result&& r) mutable {
         acquisition& a = *self;
+        // Finished (abandoned, or shut down with an engine that may be gone
+        // by now): nothing below is wanted, and the engine must not be used.
+        if (a.finished()) return done(std::move(r));
         if (r.status == transport_status::ok) r.value = fast_acquire_answer(r.value);
         if (r.status == transport_status::ok && r.value.is_error()) {
           // This node cannot run the transaction (an ACL written before it

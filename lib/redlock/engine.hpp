@@ -73,6 +73,8 @@ class engine {
   node_trust& trust() noexcept { return *trust_; }
   // Counters, observer and log hook (any thread for snapshot(), else loop).
   detail::telemetry& telemetry() noexcept { return *telemetry_; }
+  // Expired once the engine is destroyed (see alive_).
+  std::weak_ptr<int> alive() const noexcept { return alive_; }
   const detail::telemetry& telemetry() const noexcept { return *telemetry_; }
   void add_task(loop_task* t) { tasks_.insert(t); }
   void remove_task(loop_task* t) { tasks_.erase(t); }
@@ -95,6 +97,10 @@ class engine {
   std::unique_ptr<node_trust> trust_;
   // Shared with the pools' event listeners, which may outlive the engine.
   std::shared_ptr<detail::telemetry> telemetry_;
+  // Expires with the engine. An engine destroyed on an application-owned
+  // loop's thread returns before its pools close, so answers to rounds
+  // still in flight arrive after it is gone: they check this first.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::atomic<bool> shutting_down_{false};
   const redsync::script_mode script_mode_;
 };

@@ -38,6 +38,7 @@ namespace {
 
 struct round_state {
   engine* eng = nullptr;
+  std::weak_ptr<int> eng_alive;  // the engine (and what spec captured of it) may be gone
   round_spec spec;
   tally counts;
   std::function<void(tally&&)> done;
@@ -50,7 +51,11 @@ struct round_state {
   }
 
   void on_answer(std::size_t i, command_result&& r) {
-    if (reported) return;
+    // After the engine is gone (destroyed on its application-owned loop's
+    // thread while the pools drain), nobody awaits the round: the operation
+    // was finished at shutdown, and spec.exclude_yes and the telemetry
+    // would reach into the freed engine.
+    if (reported || eng_alive.expired()) return;
     node_result& n = counts.nodes[i];
     n.latency = r.latency;
     switch (r.status) {
@@ -118,6 +123,7 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
   const std::size_t n = eng.size();
   auto st = std::make_shared<round_state>();
   st->eng = &eng;
+  st->eng_alive = eng.alive();
   st->spec = std::move(spec);
   st->done = std::move(done);
   st->counts.nodes.resize(n);

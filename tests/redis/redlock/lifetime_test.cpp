@@ -12,13 +12,17 @@
 
 #include <doctest/doctest.h>
 
+#include <uv.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -309,6 +313,67 @@ TEST_SUITE("lifetime") {
     ::close(filler.fd);
     filler.fd = -1;
     CHECK(wait_until([&] { return !redis_client(frozen).exists(name); }, 5s));
+  }
+
+  TEST_CASE(
+      "a Redsync destroyed on its application-owned loop's thread mid-round survives the answers that "
+      "arrive after it is gone, and leaves no key") {
+    // The engine returns from its destructor at once on its own loop's
+    // thread; the pools drain afterwards, so a frozen node's answer to the
+    // round in flight arrives after the engine is gone (run under ASan:
+    // the round must not touch it).
+    cluster c(3);
+    uv_loop_t loop;
+    REQUIRE(uv_loop_init(&loop) == 0);
+    uv_async_t stop;
+    uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+    std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+
+    const auto name = unique_name("destroyed-on-loop");
+    std::optional<redsync::Redsync> rs;
+    rs.emplace(c.uris(), fresh_nodes({.loop = &loop, .shutdown_timeout = 3000ms}));
+    auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.tries = 1}));
+    {
+      // Every node's record is surveyed first, so the round below goes out.
+      auto warm = rs->new_mutex(unique_name("destroyed-on-loop-warm"));
+      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
+    }
+    c[2].pause();
+    std::promise<redsync::result> answered;
+    m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
+    // Nodes 0 and 1 answer, node 2 is frozen: the round waits for it.
+    REQUIRE(
+        wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
+    // Destroy the Mutex and the Redsync on the loop's own thread.
+    struct destroyer {
+      uv_async_t handle;
+      std::function<void()> run;
+    } d;
+    d.run = [&] {
+      m.reset();
+      rs.reset();
+    };
+    d.handle.data = &d;
+    uv_async_init(&loop, &d.handle, [](uv_async_t* h) {
+      auto* self = static_cast<destroyer*>(h->data);
+      self->run();
+      uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
+    });
+    uv_async_send(&d.handle);
+    REQUIRE(wait_until([&] { return !rs.has_value(); }, 3s));
+    // Node 2 wakes: its answer to the acquisition, then the release, arrive
+    // while the pools drain, after the engine is gone.
+    c[2].resume();
+    auto f = answered.get_future();
+    REQUIRE(f.wait_for(5s) == std::future_status::ready);
+    CHECK_FALSE(f.get().ok());
+    for (std::size_t i = 0; i < c.size(); ++i)
+      CHECK_MESSAGE(wait_until([&] { return !redis_client(c[i]).exists(name); }, 5s), "node ", i);
+
+    uv_async_send(&stop);
+    runner.join();
+    CHECK(uv_loop_close(&loop) == 0);
   }
 
 }  // TEST_SUITE
