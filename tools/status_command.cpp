@@ -41,7 +41,16 @@ struct node_state {
   node_vote vote{};
   std::optional<long long> fence{};           // the node's fencing counter
   std::optional<std::string> reserved_for{};  // a release reserved the key for this waiter
+  std::string line_error{};                   // the waiting line could not be read: why
 };
+
+// Why a node's waiting line could not be read (an error reply to TIME,
+// ZRANGE or HGETALL: a user without those rights), or "" when it was.
+std::string line_unreadable(const probe_reply& time, const probe_reply& members, const probe_reply& leases) {
+  for (const probe_reply* r : {&time, &members, &leases})
+    if (r->type == probe_reply::kind::error) return r->str;
+  return {};
+}
 
 // One value found on the nodes, with how many hold it.
 struct holder {
@@ -96,6 +105,7 @@ int run_status(std::span<char* const> argv) {
   std::vector<node_state> nodes;
   std::vector<holder> holders;
   std::vector<waiter> waiters;
+  std::size_t unreadable_lines = 0;  // nodes whose waiting line could not be read
   std::size_t answered = 0, held = 0, held_by_us = 0, voting = 0, refused = 0;
   for (const auto& r : results) {
     node_state s{.probe = &r};
@@ -109,8 +119,10 @@ int run_status(std::span<char* const> argv) {
     s.vote = vote_of(r.replies.at(2), r.replies.at(3), r.replies.at(4), ttl);
     voting += s.vote.what == node_vote::state::votes ? 1 : 0;
     s.fence = fence_of(r.replies.at(3));
-    if (const auto now_ms = server_ms(r.replies.at(4)))
+    s.line_error = line_unreadable(r.replies.at(4), r.replies.at(5), r.replies.at(6));
+    if (const auto now_ms = server_ms(r.replies.at(4)); now_ms && s.line_error.empty())
       add_line(waiters, r.replies.at(5), r.replies.at(6), *now_ms);
+    unreadable_lines += s.line_error.empty() ? 0 : 1;
     const probe_reply& value = r.replies.at(0);
     const probe_reply& pttl = r.replies.at(1);
     if (value.type == probe_reply::kind::error) {
@@ -152,7 +164,7 @@ int run_status(std::span<char* const> argv) {
       const bool up = s.probe->up;
       node_list += fmt::format(
           R"({{"address":{},"up":{},"error":{},"held":{},"pttl_ms":{},"value":{},"ours":{},"holder":{},)"
-          R"("vote":{},"vote_reason":{},"votes_in_ms":{},"fence":{},"reserved_for":{}}})",
+          R"("vote":{},"vote_reason":{},"votes_in_ms":{},"fence":{},"reserved_for":{},"line_error":{}}})",
           json_string(s.probe->address), json_bool(up), s.error.empty() ? "null" : json_string(s.error),
           json_bool(s.value.has_value()), json_number_or_null(s.pttl_ms), json_string_or_null(s.value),
           s.ours ? json_bool(*s.ours) : "null",
@@ -160,7 +172,8 @@ int run_status(std::span<char* const> argv) {
           up ? json_string(to_string(s.vote.what)) : "null",
           up && !s.vote.reason.empty() ? json_string(s.vote.reason) : "null",
           up && s.vote.votes_in ? fmt::format("{}", s.vote.votes_in->count()) : "null",
-          json_number_or_null(s.fence), json_string_or_null(s.reserved_for));
+          json_number_or_null(s.fence), json_string_or_null(s.reserved_for),
+          s.line_error.empty() ? "null" : json_string(s.line_error));
     }
     std::string holder_list;
     for (const auto& h : holders) {
@@ -175,7 +188,13 @@ int run_status(std::span<char* const> argv) {
                              json_string(w.value), identity_json(w.identity), w.arrival_us / 1000, w.nodes,
                              w.lease_left.count());
     }
-    fmt::print(R"({{"name":{},"nodes":[{}],"holders":[{}],"waiting":[{}],"fence_max":{},"held":{},"ours":{},)"
+    // "waiting" is null when no node's line could be read: an empty list
+    // would claim nobody waits.
+    if (unreadable_lines > 0 && unreadable_lines == answered)
+      waiting = "null";
+    else
+      waiting = "[" + waiting + "]";
+    fmt::print(R"({{"name":{},"nodes":[{}],"holders":[{}],"waiting":{},"fence_max":{},"held":{},"ours":{},)"
                R"("answered":{},"voting":{},"total":{},"quorum":{}}})"
                "\n",
                json_string(name), node_list, holder_list, waiting, json_number_or_null(fence_max), held,
@@ -211,8 +230,14 @@ int run_status(std::span<char* const> argv) {
                    h.value, h.nodes, n);
       }
     }
-    if (waiters.empty()) {
-      fmt::print("waiting line: nobody waits\n");
+    for (const auto& s : nodes)
+      if (s.probe->up && !s.line_error.empty())
+        fmt::print("waiting line: unreadable on {} ({})\n", s.probe->address, s.line_error);
+    if (waiters.empty() && unreadable_lines > 0 && unreadable_lines == answered) {
+      // Nothing to say about the line: no node let us read it.
+    } else if (waiters.empty()) {
+      fmt::print("waiting line: nobody waits{}\n",
+                 unreadable_lines > 0 ? " (on the nodes that could be read)" : "");
     } else {
       fmt::print("waiting line: {} waiting\n", waiters.size());
       for (std::size_t i = 0; i < waiters.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cli_helpers.hpp"
+#include "lock_acl.hpp"
 
 using namespace redsync::test;
 
@@ -196,7 +197,7 @@ TEST_SUITE("cli") {
     CHECK(contains(json.out, R"("waiting":[{"value":"redsync:1:)"));
     CHECK(contains(json.out, R"(,"pid":)" + std::to_string(waiter.pid()) + R"(,"since_unix_ms":)"));
     CHECK(contains(json.out, R"(,"nodes":3,"lease_ms":)"));
-    CHECK(contains(json.out, R"("fence":)" + fences[0] + R"(,"reserved_for":null})"));
+    CHECK(contains(json.out, R"("fence":)" + fences[0] + R"(,"reserved_for":null,"line_error":null})"));
     const std::string fence_max = *std::max_element(
         fences.begin(), fences.end(), [](auto& x, auto& y) { return std::stoll(x) < std::stoll(y); });
     CHECK(contains(json.out, R"("fence_max":)" + fence_max + R"(,"held":3,)"));
@@ -209,6 +210,42 @@ TEST_SUITE("cli") {
     CHECK(contains(after.out, "waiting line: nobody waits\n"));
     auto after_json = run_cli({"status", "--json", nodes_arg(nodes), "cli-line"}, dir.path(), 10s);
     CHECK(contains(after_json.out, R"("waiting":[],)"));
+  }
+
+  TEST_CASE("cli: status as the documented ACL user reads the line; without +hgetall it says unreadable") {
+    cluster nodes(3);
+    temp_dir dir;
+    // docs/acl.md: the lock user's line plus what the tool's own commands send.
+    const auto uris_for = [&](const std::string& user, bool hgetall) {
+      std::string uris;
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        std::vector<std::string> argv = {"ACL", "SETUSER", user, "reset", "on", ">pw"};
+        for (const auto& p : lock_acl_patterns) argv.push_back(p);
+        for (const auto& c : lock_acl_commands(redsync::script_mode::eval)) argv.push_back(c);
+        argv.insert(argv.end(), {"+ping", "+pttl"});
+        if (hgetall) argv.push_back("+hgetall");
+        REQUIRE(redis_client(nodes[i]).command(argv).str == "OK");
+        uris += (uris.empty() ? "" : ",") + std::string("redis://") + user + ":pw@" + nodes[i].address();
+      }
+      return "--nodes=" + uris;
+    };
+    auto documented = run_cli({"status", uris_for("documented", true), "app:cli-acl"}, dir.path(), 10s);
+    INFO(show(documented));
+    CHECK(documented.status == 0);
+    CHECK(contains(documented.out, "waiting line: nobody waits\n"));
+    CHECK_FALSE(contains(documented.out, "unreadable"));
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      CHECK(redis_client(nodes[i]).command({"ACL", "LOG"}).elements.empty());
+
+    auto partial = run_cli({"status", uris_for("no-hgetall", false), "app:cli-acl"}, dir.path(), 10s);
+    INFO(show(partial));
+    CHECK_FALSE(contains(partial.out, "nobody waits"));
+    CHECK(contains(partial.out, "waiting line: unreadable on " + nodes.addresses()[0] + " (NOPERM"));
+    auto partial_json =
+        run_cli({"status", "--json", uris_for("no-hgetall", false), "app:cli-acl"}, dir.path(), 10s);
+    INFO(show(partial_json));
+    CHECK(contains(partial_json.out, R"("waiting":null,)"));
+    CHECK(contains(partial_json.out, R"(,"line_error":"NOPERM)"));
   }
 
   TEST_CASE("cli: status shows a key a release kept for the head of the line as not held") {
@@ -229,7 +266,7 @@ TEST_SUITE("cli") {
     INFO(show(json));
     CHECK(one_json_object(json.out));
     CHECK(contains(json.out, R"("held":false,"pttl_ms":)"));
-    CHECK(contains(json.out, R"("fence":null,"reserved_for":"their-value"})"));
+    CHECK(contains(json.out, R"("fence":null,"reserved_for":"their-value","line_error":null})"));
     CHECK(contains(json.out, R"("fence_max":null,"held":0,)"));
   }
 }  // TEST_SUITE
