@@ -44,7 +44,9 @@ class engine;
 class REDSYNC_API Redsync {
  public:
   /// Nodes as URIs (see `node_options::parse`). Throws `config_error` for zero
-  /// nodes, a malformed URI or a bad option. Connections are opened lazily.
+  /// nodes, a malformed URI, a bad option, or one server (same `address()`)
+  /// listed twice, even with another db: Redlock counts independent masters.
+  /// Connections are opened lazily.
   explicit Redsync(const std::vector<std::string>& node_uris, redsync_options options = {});
   /// Nodes as option structs.
   explicit Redsync(std::vector<node_options> nodes, redsync_options options = {});

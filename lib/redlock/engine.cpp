@@ -25,7 +25,18 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
   pools_.reserve(nodes.size());
   for (const auto& n : nodes) {
     check_node_options(n);
-    addresses_.push_back(n.address());
+    // The same server twice would cast its vote twice: Redlock's quorum
+    // assumes independent masters. (Two names for one server, a host name
+    // and its address, cannot be told apart here.)
+    const std::string address = n.address();
+    for (std::size_t k = 0; k < addresses_.size(); ++k) {
+      if (addresses_[k] == address)
+        throw config_error(fmt::format(
+            "nodes {} and {} are the same server ({}): Redlock needs independent masters, and one server "
+            "listed twice would vote twice (a different db on it is no different server)",
+            k + 1, addresses_.size() + 1, address));
+    }
+    addresses_.push_back(address);
     pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
   size_ = pools_.size();

@@ -487,6 +487,17 @@ TEST_SUITE("lock") {
     CHECK_THROWS_AS((void)rs.new_multi_mutex({"x", ""}), redsync::config_error);
   }
 
+  TEST_CASE("a node list naming one server twice is rejected, also with another db, naming both positions") {
+    cluster c(2);
+    const std::string a = c[0].address();
+    const std::string expected = "nodes 1 and 3 are the same server (" + a + ")";
+    CHECK_THROWS_WITH_AS(redsync::Redsync({c[0].uri(), c[1].uri(), c[0].uri()}, fresh_nodes()),
+                         doctest::Contains(expected.c_str()), redsync::config_error);
+    CHECK_THROWS_AS(redsync::Redsync({"redis://" + a + "/0", "redis://" + a + "/1"}, fresh_nodes()),
+                    redsync::config_error);
+    CHECK_NOTHROW(redsync::Redsync({c[0].uri(), c[1].uri()}, fresh_nodes()));
+  }
+
   TEST_CASE("mutexes are not reentrant: locking a held mutex again reports already_held") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
