@@ -137,7 +137,8 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
              [](const node_stats& n) { return n.script_loads; });
   w.per_node(s, "node_script_reloads_total", "counter", "Scripts the node lost and was given again.",
              [](const node_stats& n) { return n.script_reloads; });
-  w.header("node_latency_seconds", "histogram", "Latency of node answers in lock calls.");
+  w.header("node_latency_seconds", "histogram",
+           "Latency of node answers in lock calls (unreachable ones not counted).");
   for (const auto& n : s.nodes) {
     const std::string node = label(n.address);
     std::uint64_t cumulative = 0;

@@ -81,7 +81,8 @@ struct REDSYNC_API node_stats {
   /// Of those, reloads: the node lost a script it had been given (SCRIPT
   /// FLUSH, FUNCTION FLUSH, restart, failover).
   std::uint64_t script_reloads = 0;
-  /// Latency of its answers counted in `answers`.
+  /// Latency of its answers counted in `answers`, except `unreachable` ones
+  /// (failed at once while the node is down: no round trip to measure).
   latency_histogram latency;
 
   /// Answers with status `s`.

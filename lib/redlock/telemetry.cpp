@@ -134,6 +134,9 @@ void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds l
   node_cell& c = nodes_[i];
   const auto k = static_cast<std::size_t>(s);
   if (k < c.answers.size()) c.answers[k].fetch_add(1, relaxed);
+  // An unreachable answer failed without a round trip (often at once, while
+  // the pool backs off): its "latency" would drag the histogram down.
+  if (s == node_status::unreachable) return;
   c.latency[latency_histogram::bucket_of(latency)].fetch_add(1, relaxed);
   c.latency_sum_us.fetch_add(latency.count(), relaxed);
 }

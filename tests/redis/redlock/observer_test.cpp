@@ -233,6 +233,11 @@ TEST_SUITE("observer") {
     CHECK(s.nodes[1].unreachable == 1);
     CHECK_FALSE(s.nodes[1].connected);
     CHECK(s.nodes[1].answers_with(redsync::node_status::unreachable) >= 1);
+    // Answers that failed without a round trip are not latencies.
+    std::uint64_t answered = 0;
+    for (const auto a : s.nodes[1].answers) answered += a;
+    CHECK(s.nodes[1].latency.count() ==
+          answered - s.nodes[1].answers_with(redsync::node_status::unreachable));
 
     c[1].restart();
     // The next calls reconnect once the backoff allows (at most 1 s).
