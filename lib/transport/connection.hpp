@@ -116,6 +116,7 @@ class connection {
   void flush_tls();
   // Writes the TLS session's pending ciphertext; 0 or a libuv error.
   int send_tls_output();
+  void tls_write_failed(int status);
   void handshake_and_flush();
   void flush();
   void handle_data(const char* data, std::size_t size);
@@ -159,6 +160,9 @@ class connection {
   std::vector<wire_command> write_wires_;
   std::string tls_plain_;  // flush_tls(): the batch's plaintext, before encryption
   std::string tls_out_;    // send_tls_output(): ciphertext to write
+  // Set when a write to a connected TLS socket failed: writing stops, and the
+  // read side drops the connection, with the server's alert if one is there.
+  std::string tls_write_error_;
   clock::time_point armed_for_ = clock::time_point::max();
   clock::time_point stall_since_{};
   std::chrono::microseconds max_timeout_{0};

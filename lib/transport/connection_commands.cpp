@@ -124,6 +124,8 @@ void connection::on_write(uv_write_t* req, int status) {
   if (status == 0 || status == UV_ECANCELED || self == nullptr) return;
   if (self->state_ == state::connecting) {  // a TLS handshake's message
     self->connect_failed("TLS handshake: write: " + uv_error(status));
+  } else if (s->tls) {
+    self->tls_write_failed(status);
   } else {
     self->drop("connection lost: write: " + uv_error(status));
   }

@@ -50,6 +50,7 @@ void connection::connect() {
   pending_connect_error_.clear();
   last_connect_error_.clear();
   handshake_error_.clear();
+  tls_write_error_.clear();
   addresses_.clear();
   next_address_ = 0;
   uv_timer_start(&connect_timer_, &on_connect_timer,

@@ -62,11 +62,8 @@ void connection::deliver_tls_plaintext() {
   s->plain.clear();
   const bool open = s->tls->read(s->plain);
   // A post-handshake message may want an answer (a KeyUpdate).
-  if (s->tls->has_output()) {
-    if (const int rc = send_tls_output(); rc != 0) {
-      drop("connection lost: write: " + uv_error(rc));
-      return;
-    }
+  if (s->tls->has_output() && tls_write_error_.empty()) {
+    if (const int rc = send_tls_output(); rc != 0) tls_write_failed(rc);
   }
   if (!s->plain.empty()) {
     // The socket, and so `plain`, outlives a drop inside handle_data until
@@ -80,6 +77,7 @@ void connection::deliver_tls_plaintext() {
 // flush() for a TLS node: the batch (already moved to inflight_) is
 // encrypted as one plaintext, so many small commands share records.
 void connection::flush_tls() {
+  if (!tls_write_error_.empty()) return;  // the read side drops us
   tls_plain_.clear();
   for (const uv_buf_t& b : write_bufs_) tls_plain_.append(b.base, b.len);
   write_wires_.clear();
@@ -87,7 +85,17 @@ void connection::flush_tls() {
     drop("connection lost: TLS: " + socket_->tls->error());
     return;
   }
-  if (const int rc = send_tls_output(); rc != 0) drop("connection lost: write: " + uv_error(rc));
+  if (const int rc = send_tls_output(); rc != 0) tls_write_failed(rc);
+}
+
+// A server that refuses us after the handshake (no client certificate, in
+// TLS 1.3) sends an alert and closes; our next write then meets a reset
+// while the alert still waits in the receive queue. Reading it says why,
+// where dropping now would only say "connection reset": so stop writing and
+// let on_read drop the connection (the socket is readable: the alert, or at
+// least the error; commands in flight keep their deadlines meanwhile).
+void connection::tls_write_failed(int status) {
+  if (tls_write_error_.empty()) tls_write_error_ = "connection lost: write: " + uv_error(status);
 }
 
 int connection::send_tls_output() {

@@ -28,9 +28,10 @@ namespace {
 // OpenSSL's error queue, oldest first, as "reason; reason" (ERR_error_string_n
 // gives "error:0A000086:SSL routines::certificate verify failed"). Empties
 // the queue.
-std::string openssl_errors() {
+std::string openssl_errors(bool* key_mismatch = nullptr) {
   std::string out;
   while (const unsigned long e = ERR_get_error()) {
+    if (key_mismatch != nullptr && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH) *key_mismatch = true;
     char buf[256];
     ERR_error_string_n(e, buf, sizeof buf);
     if (!out.empty()) out += "; ";
@@ -69,7 +70,8 @@ tls_context::tls_context(const node_options& node)
   const tls_options& o = node.tls;
   ERR_clear_error();
   ctx_ = SSL_CTX_new(TLS_client_method());
-  if (ctx_ == nullptr) throw config_error("node_options.tls: cannot create a TLS context: " + openssl_errors());
+  if (ctx_ == nullptr)
+    throw config_error("node_options.tls: cannot create a TLS context: " + openssl_errors());
   // Owned from here: the destructor frees it if anything below throws.
   struct guard {
     tls_context* self;
@@ -114,13 +116,17 @@ tls_context::tls_context(const node_options& node)
   }
   if (!o.key_file.empty()) {
     require_readable_file("key_file", o.key_file);
-    if (SSL_CTX_use_PrivateKey_file(ctx_, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-      bad_file("key_file", o.key_file, "no PEM private key in it (or it is encrypted): " + openssl_errors());
-    }
-    if (SSL_CTX_check_private_key(ctx_) != 1) {
-      bad_file("key_file", o.key_file,
-               fmt::format("does not match the certificate in tls.cert_file \"{}\": {}", o.cert_file,
-                           openssl_errors()));
+    // Loading the key checks it against the certificate loaded above.
+    bool mismatch = false;
+    const bool loaded = SSL_CTX_use_PrivateKey_file(ctx_, o.key_file.c_str(), SSL_FILETYPE_PEM) == 1;
+    const bool matches = loaded && SSL_CTX_check_private_key(ctx_) == 1;
+    if (!matches) {
+      const std::string why = openssl_errors(&mismatch);
+      if (mismatch || loaded) {
+        bad_file("key_file", o.key_file,
+                 fmt::format("does not match the certificate in tls.cert_file \"{}\": {}", o.cert_file, why));
+      }
+      bad_file("key_file", o.key_file, "no PEM private key in it (or it is encrypted): " + why);
     }
   }
   g.armed = false;
