@@ -16,21 +16,17 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 14> lock_options{{
-    {"nodes", 0, true},
-    {"ttl", 0, true},
-    {"wait", 0, true},
-    {"tries", 0, true},
-    {"retry-delay", 0, true},
-    {"drift-factor", 0, true},
-    {"fail-fast", 0, false},
-    {"no-restart-guard", 0, false},
-    {"kill-grace", 0, true},
-    {"report-every", 0, true},
-    {"command", 'c', true},
-    {"quiet", 'q', false},
-    {"verbose", 'v', false},
-    {"help", 'h', false},
+constexpr std::array<option_spec, 20> lock_options{{
+    {"nodes", 0, true},       tls_option_specs[0],
+    tls_option_specs[1],      tls_option_specs[2],
+    tls_option_specs[3],      tls_option_specs[4],
+    tls_option_specs[5],      {"ttl", 0, true},
+    {"wait", 0, true},        {"tries", 0, true},
+    {"retry-delay", 0, true}, {"drift-factor", 0, true},
+    {"fail-fast", 0, false},  {"no-restart-guard", 0, false},
+    {"kill-grace", 0, true},  {"report-every", 0, true},
+    {"command", 'c', true},   {"quiet", 'q', false},
+    {"verbose", 'v', false},  {"help", 'h', false},
 }};
 
 // floor(ttl * factor) in microseconds, as the library computes it

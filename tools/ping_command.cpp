@@ -17,8 +17,14 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 5> ping_options{{
+constexpr std::array<option_spec, 11> ping_options{{
     {"nodes", 0, true},
+    tls_option_specs[0],
+    tls_option_specs[1],
+    tls_option_specs[2],
+    tls_option_specs[3],
+    tls_option_specs[4],
+    tls_option_specs[5],
     {"timeout", 0, true},
     {"ttl", 0, true},
     {"json", 0, false},

@@ -21,8 +21,14 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 6> status_options{{
+constexpr std::array<option_spec, 12> status_options{{
     {"nodes", 0, true},
+    tls_option_specs[0],
+    tls_option_specs[1],
+    tls_option_specs[2],
+    tls_option_specs[3],
+    tls_option_specs[4],
+    tls_option_specs[5],
     {"value", 0, true},
     {"timeout", 0, true},
     {"ttl", 0, true},

@@ -118,15 +118,15 @@ test_ca::test_ca(std::string name) : dir_(make_temp_dir()) {
   try {
     auto k = std::make_unique<keys>();
     k->key = make_key();
-    k->cert = make_cert(k->key.get(), name, serial_++, cert_request{.not_after = std::chrono::hours{48}}, nullptr,
-                        nullptr, true, "");
+    k->cert = make_cert(k->key.get(), name, serial_++, cert_request{.not_after = std::chrono::hours{48}},
+                        nullptr, nullptr, true, "");
     ca_file_ = dir_ + "/ca.pem";
     write_cert(ca_file_, k->cert.get());
     ca_dir_ = dir_ + "/ca-dir";
     fs::create_directory(ca_dir_);
     char hashed[32];
-    std::snprintf(hashed, sizeof hashed, "%08lx.0", X509_NAME_hash_ex(X509_get_subject_name(k->cert.get()), nullptr,
-                                                                      nullptr, nullptr));
+    std::snprintf(hashed, sizeof hashed, "%08lx.0",
+                  X509_NAME_hash_ex(X509_get_subject_name(k->cert.get()), nullptr, nullptr, nullptr));
     fs::copy_file(ca_file_, ca_dir_ + "/" + hashed);
     keys_ = k.release();
   } catch (...) {
@@ -147,8 +147,8 @@ issued_cert test_ca::issue(const cert_request& request) {
   for (const auto& d : request.dns) san += (san.empty() ? "" : ",") + std::string("DNS:") + d;
   for (const auto& ip : request.ips) san += (san.empty() ? "" : ",") + std::string("IP:") + ip;
   pkey_ptr key = make_key();
-  x509_ptr cert = make_cert(key.get(), request.name, serial_++, request, keys_->cert.get(), keys_->key.get(), false,
-                            san);
+  x509_ptr cert =
+      make_cert(key.get(), request.name, serial_++, request, keys_->cert.get(), keys_->key.get(), false, san);
   issued_cert out{dir_ + "/" + request.name + ".pem", dir_ + "/" + request.name + ".key"};
   write_cert(out.cert_file, cert.get());
   write_key(out.key_file, key.get());

@@ -70,7 +70,8 @@ TEST_SUITE("tls_lock") {
     CHECK_MESSAGE(taken.ok(), taken.describe());
   }
 
-  TEST_CASE("a lock over TLS reaches its quorum while two nodes hang in the handshake, which the result names") {
+  TEST_CASE(
+      "a lock over TLS reaches its quorum while two nodes hang in the handshake, which the result names") {
     test_ca ca;
     cluster c(5, tls_config(ca));
     const auto uris = tls_uris(c, ca);

@@ -255,8 +255,9 @@ TEST_CASE("a TLS node frozen mid-handshake fails within the connect timeout, not
   const command_result r = pool.call({"PING"}, 5000ms);
   const auto took = steady_clock::now() - start;
   CHECK(r.status == transport_status::unreachable);
-  CHECK_MESSAGE(contains(r.error, "TLS handshake: no answer from the server within the connect timeout (300 ms)"),
-                r.error);
+  CHECK_MESSAGE(
+      contains(r.error, "TLS handshake: no answer from the server within the connect timeout (300 ms)"),
+      r.error);
   CHECK(took >= 250ms);
   CHECK(took < 3s);
   server->resume();
