@@ -167,7 +167,8 @@ void tls_link::fail_tls(const char* during) {
     return;
   }
   if (ERR_GET_REASON(first) == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED) {
-    error_ = fmt::format("{}the server requires a client certificate (--tls-cert, --tls-key): {}", during, queue);
+    error_ =
+        fmt::format("{}the server requires a client certificate (--tls-cert, --tls-key): {}", during, queue);
     return;
   }
   if (queue.empty()) {

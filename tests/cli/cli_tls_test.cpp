@@ -25,14 +25,15 @@ std::string tls_nodes_arg(const cluster& c) {
 }  // namespace
 
 TEST_SUITE("cli") {
-  TEST_CASE("cli: lock runs its command over rediss:// nodes, and REDSYNC_NODES carries --tls-ca to the command") {
+  TEST_CASE(
+      "cli: lock runs its command over rediss:// nodes, and REDSYNC_NODES carries --tls-ca to the command") {
     test_ca ca;
     cluster nodes(3, tls_config(ca));
     temp_dir dir;
     // A nested `redsync ping` without --nodes reads REDSYNC_NODES.
     const std::string script = "printf '%s' \"$REDSYNC_NODES\" > nodes.txt; \"$1\" ping > ping.txt";
-    auto o = run_cli({"lock", tls_nodes_arg(nodes), "--tls-ca", ca.ca_file(), "cli-tls", "--", "sh", "-c", script,
-                      "sh", cli_path()},
+    auto o = run_cli({"lock", tls_nodes_arg(nodes), "--tls-ca", ca.ca_file(), "cli-tls", "--", "sh", "-c",
+                      script, "sh", cli_path()},
                      dir.path(), 20s);
     INFO(show(o));
     CHECK(o.status == 0);
@@ -52,11 +53,13 @@ TEST_SUITE("cli") {
     auto wrong = run_cli({"ping", tls_nodes_arg(nodes), "--tls-ca", other.ca_file()}, dir.path(), 20s);
     INFO(show(wrong));
     CHECK(wrong.status == unavailable_status);
-    CHECK(contains(wrong.out, "127.0.0.1:" + std::to_string(nodes[0].tls_port()) + ": down (TLS handshake: "));
+    CHECK(
+        contains(wrong.out, "127.0.0.1:" + std::to_string(nodes[0].tls_port()) + ": down (TLS handshake: "));
     CHECK(contains(wrong.out, "certificate verify failed"));
 
-    auto name = run_cli({"ping", tls_nodes_arg(nodes), "--tls-ca", ca.ca_file(), "--tls-server-name", "wrong.example"},
-                        dir.path(), 20s);
+    auto name = run_cli(
+        {"ping", tls_nodes_arg(nodes), "--tls-ca", ca.ca_file(), "--tls-server-name", "wrong.example"},
+        dir.path(), 20s);
     INFO(show(name));
     CHECK(name.status == unavailable_status);
     CHECK(contains(name.out, "hostname mismatch"));
@@ -84,6 +87,7 @@ TEST_SUITE("cli") {
                            dir.path(), 10s);
     INFO(show(missing));
     CHECK(missing.status == usage_status);
-    CHECK(contains(missing.err, "--tls-ca (ca=): \"" + dir.file("missing.pem") + "\" cannot be read: No such file"));
+    CHECK(contains(missing.err,
+                   "--tls-ca (ca=): \"" + dir.file("missing.pem") + "\" cannot be read: No such file"));
   }
 }
