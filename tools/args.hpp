@@ -68,15 +68,10 @@ double parse_double(std::string_view what, std::string_view text);
 /// node_options::parse. `what` names the source ("--nodes", "REDSYNC_NODES").
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text);
 
-/// The TLS options every command takes (`--tls-ca FILE`, `--tls-ca-dir DIR`,
+/// Adds the TLS options given in `args` (`--tls-ca FILE`, `--tls-ca-dir DIR`,
 /// `--tls-cert FILE`, `--tls-key FILE`, `--tls-server-name NAME`,
-/// `--tls-insecure`), for its option table.
-inline constexpr option_spec tls_option_specs[] = {
-    {"tls-ca", 0, true},  {"tls-ca-dir", 0, true},      {"tls-cert", 0, true},
-    {"tls-key", 0, true}, {"tls-server-name", 0, true}, {"tls-insecure", 0, false},
-};
-
-/// Adds the TLS options given in `args` to every `rediss://` URI in `uris`
+/// `--tls-insecure`, which every command's option table lists) to every
+/// `rediss://` URI in `uris`
 /// as query parameters (percent-encoded), except those the URI sets itself:
 /// the URI's own parameters win. Throws usage_error when a TLS option is
 /// given but no node uses rediss://, or a result does not parse.

@@ -17,16 +17,28 @@ namespace redsync::cli {
 namespace {
 
 constexpr std::array<option_spec, 20> lock_options{{
-    {"nodes", 0, true},       tls_option_specs[0],
-    tls_option_specs[1],      tls_option_specs[2],
-    tls_option_specs[3],      tls_option_specs[4],
-    tls_option_specs[5],      {"ttl", 0, true},
-    {"wait", 0, true},        {"tries", 0, true},
-    {"retry-delay", 0, true}, {"drift-factor", 0, true},
-    {"fail-fast", 0, false},  {"no-restart-guard", 0, false},
-    {"kill-grace", 0, true},  {"report-every", 0, true},
-    {"command", 'c', true},   {"quiet", 'q', false},
-    {"verbose", 'v', false},  {"help", 'h', false},
+    {"nodes", 0, true},
+    // TLS, for rediss:// nodes (args.hpp, apply_tls_options)
+    {"tls-ca", 0, true},
+    {"tls-ca-dir", 0, true},
+    {"tls-cert", 0, true},
+    {"tls-key", 0, true},
+    {"tls-server-name", 0, true},
+    {"tls-insecure", 0, false},
+    // the lock
+    {"ttl", 0, true},
+    {"wait", 0, true},
+    {"tries", 0, true},
+    {"retry-delay", 0, true},
+    {"drift-factor", 0, true},
+    {"fail-fast", 0, false},
+    {"no-restart-guard", 0, false},
+    {"kill-grace", 0, true},
+    {"report-every", 0, true},
+    {"command", 'c', true},
+    {"quiet", 'q', false},
+    {"verbose", 'v', false},
+    {"help", 'h', false},
 }};
 
 // floor(ttl * factor) in microseconds, as the library computes it

@@ -23,12 +23,12 @@ namespace {
 
 constexpr std::array<option_spec, 12> status_options{{
     {"nodes", 0, true},
-    tls_option_specs[0],
-    tls_option_specs[1],
-    tls_option_specs[2],
-    tls_option_specs[3],
-    tls_option_specs[4],
-    tls_option_specs[5],
+    {"tls-ca", 0, true},
+    {"tls-ca-dir", 0, true},
+    {"tls-cert", 0, true},
+    {"tls-key", 0, true},
+    {"tls-server-name", 0, true},
+    {"tls-insecure", 0, false},
     {"value", 0, true},
     {"timeout", 0, true},
     {"ttl", 0, true},
