@@ -5,9 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace redsync::cli {
@@ -212,14 +215,129 @@ std::vector<std::string> parse_nodes(std::string_view what, std::string_view tex
   return uris;
 }
 
-std::vector<std::string> resolve_nodes(const parsed_args& args) {
-  if (const std::string* v = args.last("nodes")) return parse_nodes("--nodes", *v);
-  if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
-    return parse_nodes("REDSYNC_NODES", env);
+namespace {
+
+// Percent-encodes what a query value may not hold as is: '&', '#', '%',
+// '@' (the URI parser ends the user info at the last '@'), ',' (it
+// separates URIs in --nodes and REDSYNC_NODES), and anything not printable.
+std::string query_encode(std::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '&' || c == '#' || c == '%' || c == '@' || c == ',' || c == '?' ||
+        c == '+' || c == '=') {
+      out += fmt::format("%{:02X}", u);
+    } else {
+      out += c;
+    }
   }
-  std::vector<std::string> uris;
-  for (int port = 7001; port <= 7005; ++port) uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
+  return out;
+}
+
+bool is_rediss(std::string_view uri) {
+  constexpr std::string_view prefix = "rediss://";
+  if (uri.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const char c = uri[i] >= 'A' && uri[i] <= 'Z' ? static_cast<char>(uri[i] - 'A' + 'a') : uri[i];
+    if (c != prefix[i]) return false;
+  }
+  return true;
+}
+
+// Where the query of `uri` starts (its '?', after the user info), or npos.
+std::size_t query_start(std::string_view uri) {
+  const std::size_t at = uri.rfind('@');
+  return uri.find('?', at == std::string_view::npos ? 0 : at);
+}
+
+bool sets_any_query(std::string_view uri) {
+  return query_start(uri) != std::string_view::npos;
+}
+
+// Whether the query of `uri` sets `param`.
+bool sets_param(std::string_view uri, std::string_view param) {
+  const std::size_t q = query_start(uri);
+  if (q == std::string_view::npos) return false;
+  std::string_view query = uri.substr(q + 1);
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    if (item.substr(0, item.find('=')) == param) return true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
+// ping and status do not construct a Redsync (which reads the files): say
+// here, for every command alike, which file cannot be read.
+void check_tls_files(const node_options& node) {
+  const std::pair<const char*, const std::string*> files[] = {{"--tls-ca (ca=)", &node.tls.ca_file},
+                                                              {"--tls-cert (cert=)", &node.tls.cert_file},
+                                                              {"--tls-key (key=)", &node.tls.key_file}};
+  for (const auto& [option, path] : files) {
+    if (path->empty()) continue;
+    if (std::FILE* f = std::fopen(path->c_str(), "r")) {
+      std::fclose(f);
+      continue;
+    }
+    throw usage_error(fmt::format("{}: \"{}\" cannot be read: {}", option, *path, std::strerror(errno)));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const parsed_args& args) {
+  struct flag {
+    std::string_view option;
+    std::string_view param;
+  };
+  constexpr flag flags[] = {
+      {"tls-ca", "ca"},   {"tls-ca-dir", "ca_dir"},           {"tls-cert", "cert"},
+      {"tls-key", "key"}, {"tls-server-name", "server_name"}, {"tls-insecure", "insecure"}};
+  std::vector<std::pair<std::string_view, std::string>> given;
+  for (const flag& f : flags) {
+    const std::string* v = args.last(f.option);
+    if (v == nullptr) continue;
+    if (f.param != "insecure" && v->empty()) throw usage_error(fmt::format("--{}: empty value", f.option));
+    given.emplace_back(f.param, f.param == "insecure" ? std::string("true") : query_encode(*v));
+  }
+  if (given.empty()) return uris;
+  bool any_tls = false;
+  for (auto& uri : uris) {
+    if (!is_rediss(uri)) continue;
+    any_tls = true;
+    for (const auto& [param, value] : given) {
+      if (sets_param(uri, param)) continue;
+      uri += fmt::format("{}{}={}", sets_any_query(uri) ? "&" : "?", param, value);
+    }
+    try {
+      check_tls_files(node_options::parse(uri));
+    } catch (const config_error& e) {
+      throw usage_error(e.what());
+    }
+  }
+  if (!any_tls) {
+    for (const flag& f : flags) {
+      if (args.has(f.option)) {
+        throw usage_error(
+            fmt::format("--{}: no node uses rediss:// (the TLS options apply to rediss:// nodes)", f.option));
+      }
+    }
+  }
   return uris;
+}
+
+std::vector<std::string> resolve_nodes(const parsed_args& args) {
+  std::vector<std::string> uris;
+  if (const std::string* v = args.last("nodes")) {
+    uris = parse_nodes("--nodes", *v);
+  } else if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
+    uris = parse_nodes("REDSYNC_NODES", env);
+  } else {
+    for (int port = 7001; port <= 7005; ++port) uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
+  }
+  return apply_tls_options(std::move(uris), args);
 }
 
 }  // namespace redsync::cli

@@ -69,8 +69,18 @@ double parse_double(std::string_view what, std::string_view text);
 /// node_options::parse. `what` names the source ("--nodes", "REDSYNC_NODES").
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text);
 
+/// Adds the TLS options given in `args` (`--tls-ca FILE`, `--tls-ca-dir DIR`,
+/// `--tls-cert FILE`, `--tls-key FILE`, `--tls-server-name NAME`,
+/// `--tls-insecure`, which every command's option table lists) to every
+/// `rediss://` URI in `uris`
+/// as query parameters (percent-encoded), except those the URI sets itself:
+/// the URI's own parameters win. Throws usage_error when a TLS option is
+/// given but no node uses rediss://, or a result does not parse.
+std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const parsed_args& args);
+
 /// The node list of a command: `--nodes` if given, else $REDSYNC_NODES if set
-/// and non-empty, else redis://127.0.0.1:7001 .. 7005 (the testbed).
+/// and non-empty, else redis://127.0.0.1:7001 .. 7005 (the testbed); with
+/// the TLS options applied (apply_tls_options).
 std::vector<std::string> resolve_nodes(const parsed_args& args);
 
 }  // namespace redsync::cli

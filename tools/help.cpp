@@ -24,9 +24,25 @@ Commands:
   --version      print the version
 
 Nodes (all commands):
-  --nodes URI[,URI...]   redis://[user[:password]@]host[:port][/db] or
+  --nodes URI[,URI...]   redis://[user[:password]@]host[:port][/db],
+                         rediss://...[?PARAM=VALUE&...] (TLS) or
                          unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
                          else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
+
+TLS (all commands; for every rediss:// node whose URI does not set the
+parameter named in brackets itself):
+  --tls-ca FILE          PEM CA certificates to verify the server with (ca);
+                         default: the system's trust store
+  --tls-ca-dir DIR       a directory of CA certificates in OpenSSL's hashed
+                         layout (ca_dir)
+  --tls-cert FILE        client certificate for mutual TLS (cert); needs
+                         --tls-key
+  --tls-key FILE         the client certificate's private key (key)
+  --tls-server-name NAME the name to verify the certificate against and to
+                         send as SNI (server_name); default: the URI's host
+  --tls-insecure         DANGEROUS, for test setups only: do not verify the
+                         server's certificate at all (insecure=true); anyone
+                         on the path can pose as the node
 
 Durations: 0, a number of seconds (5, 1.5), or a number with a unit:
 250ms, 8s, 2m, 10h; at most 7 days.
@@ -76,6 +92,9 @@ COMMAND gets these environment variables:
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
+  --tls-server-name NAME, --tls-insecure
+                         TLS for rediss:// nodes (see redsync --help)
   --ttl DURATION         lock expiry on each node; default 8s
   --wait DURATION        give up acquiring after DURATION; 0 = exactly one
                          try; default: keep trying forever
@@ -160,6 +179,9 @@ counters of the nodes it wins). Then a summary.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
+  --tls-server-name NAME, --tls-insecure
+                         TLS for rediss:// nodes (see redsync --help)
   --value VALUE          the value that counts as ours
   --timeout DURATION     per-node connect and reply timeout; default 1s
   --ttl DURATION         judge votes as redsync lock --ttl DURATION would
@@ -187,6 +209,9 @@ was first seen so: ping says for how long. A node that cannot be identified
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
+  --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
+  --tls-server-name NAME, --tls-insecure
+                         TLS for rediss:// nodes (see redsync --help)
   --timeout DURATION     per-node connect and reply timeout; default 1s
   --ttl DURATION         judge votes as redsync lock --ttl DURATION would
                          (its restart-guard window); default 8s

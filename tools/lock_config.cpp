@@ -16,8 +16,16 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 15> lock_options{{
+constexpr std::array<option_spec, 21> lock_options{{
     {"nodes", 0, true},
+    // TLS, for rediss:// nodes (args.hpp, apply_tls_options)
+    {"tls-ca", 0, true},
+    {"tls-ca-dir", 0, true},
+    {"tls-cert", 0, true},
+    {"tls-key", 0, true},
+    {"tls-server-name", 0, true},
+    {"tls-insecure", 0, false},
+    // the lock
     {"ttl", 0, true},
     {"wait", 0, true},
     {"tries", 0, true},

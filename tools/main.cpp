@@ -78,6 +78,10 @@ std::string in_tool_terms(std::string message) {
       {"mutex_options.drift_factor", "--drift-factor"},
       {"mutex_options.auto_extend_interval", "the extension interval (--ttl / 3)"},
       {"mutex name", "lock NAME"},
+      {"node_options.tls.ca_file", "--tls-ca (or ca=)"},
+      {"node_options.tls.ca_dir", "--tls-ca-dir (or ca_dir=)"},
+      {"node_options.tls.cert_file", "--tls-cert (or cert=)"},
+      {"node_options.tls.key_file", "--tls-key (or key=)"},
       {"node_options", "--nodes"},
   };
   for (const auto& [field, option] : names) {

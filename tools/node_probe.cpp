@@ -1,5 +1,7 @@
 #include "node_probe.hpp"
 
+#include "tls_link.hpp"
+
 #include <redsync/options.hpp>
 
 #include <hiredis/hiredis.h>
@@ -56,37 +58,75 @@ probe_reply convert(const redisReply& r) {
   return out;
 }
 
-// Sends argv and reads its reply; nullptr (and c->errstr) on I/O failure.
-reply_ptr command(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    args.push_back(a.c_str());
-    lens.push_back(a.size());
-  }
-  return reply_ptr(
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
+std::string io_error(const redisContext* c) {
+  return c != nullptr && c->errstr[0] != '\0' ? std::string(c->errstr) : std::string("I/O error");
 }
+
+// A blocking connection to one node: hiredis' own for TCP and unix sockets,
+// a tls_link for rediss:// (hiredis 0.14 has no TLS).
+class probe_link {
+ public:
+  probe_link(const node_options& node, std::chrono::milliseconds timeout) {
+    if (node.tls.enabled) {
+      tls_ = std::make_unique<tls_link>(node, timeout);
+      if (!tls_->ok()) error_ = tls_->error();
+      return;
+    }
+    const timeval tv = to_timeval(timeout);
+    plain_.reset(node.unix_path.empty() ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
+                                        : redisConnectUnixWithTimeout(node.unix_path.c_str(), tv));
+    if (!plain_ || plain_->err != 0 || redisSetTimeout(plain_.get(), tv) != REDIS_OK)
+      error_ = io_error(plain_.get());
+  }
+
+  // Why connecting failed; empty when connected.
+  const std::string& connect_error() const { return error_; }
+
+  void append(const std::vector<std::string>& argv) {
+    if (tls_) {
+      tls_->append(argv);
+      return;
+    }
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    for (const auto& a : argv) {
+      args.push_back(a.c_str());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(plain_.get(), static_cast<int>(args.size()), args.data(), lens.data());
+  }
+
+  // The next reply; nullptr on I/O failure (error() says why).
+  reply_ptr next() {
+    if (tls_) return reply_ptr(tls_->read_reply());
+    void* raw = nullptr;
+    if (redisGetReply(plain_.get(), &raw) != REDIS_OK) return nullptr;
+    return reply_ptr(static_cast<redisReply*>(raw));
+  }
+
+  // Sends argv and reads its reply.
+  reply_ptr command(const std::vector<std::string>& argv) {
+    append(argv);
+    return next();
+  }
+
+  std::string error() const { return tls_ ? tls_->error() : io_error(plain_.get()); }
+
+ private:
+  context_ptr plain_;
+  std::unique_ptr<tls_link> tls_;
+  std::string error_;
+};
 
 std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
 }
 
-std::string io_error(const redisContext* c) {
-  return c != nullptr && c->errstr[0] != '\0' ? std::string(c->errstr) : std::string("I/O error");
-}
-
 void probe_one(const node_options& node, const std::vector<std::vector<std::string>>& commands,
                std::chrono::milliseconds timeout, probe_result& out) {
-  const timeval tv = to_timeval(timeout);
-  context_ptr c(node.unix_path.empty() ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
-                                       : redisConnectUnixWithTimeout(node.unix_path.c_str(), tv));
-  if (!c || c->err != 0) {
-    out.error = io_error(c.get());
-    return;
-  }
-  if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
-    out.error = io_error(c.get());
+  probe_link c(node, timeout);
+  if (!c.connect_error().empty()) {
+    out.error = c.connect_error();
     return;
   }
   std::vector<std::vector<std::string>> handshake;
@@ -99,9 +139,9 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
   }
   if (node.db != 0) handshake.push_back({"SELECT", std::to_string(node.db)});
   for (const auto& argv : handshake) {
-    reply_ptr r = command(c.get(), argv);
+    reply_ptr r = c.command(argv);
     if (!r) {
-      out.error = io_error(c.get());
+      out.error = c.error();
       return;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -110,24 +150,15 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
       return;
     }
   }
-  for (const auto& argv : commands) {
-    std::vector<const char*> args;
-    std::vector<size_t> lens;
-    for (const auto& a : argv) {
-      args.push_back(a.c_str());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(c.get(), static_cast<int>(args.size()), args.data(), lens.data());
-  }
+  for (const auto& argv : commands) c.append(argv);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
-      out.error = io_error(c.get());
+    reply_ptr r = c.next();
+    if (!r) {
+      out.error = c.error();
       out.replies.clear();
       return;
     }
-    reply_ptr r(static_cast<redisReply*>(raw));
     if (i == 0) out.first_reply = since(start);
     out.replies.push_back(convert(*r));
   }

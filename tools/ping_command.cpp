@@ -17,8 +17,14 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 5> ping_options{{
+constexpr std::array<option_spec, 11> ping_options{{
     {"nodes", 0, true},
+    {"tls-ca", 0, true},
+    {"tls-ca-dir", 0, true},
+    {"tls-cert", 0, true},
+    {"tls-key", 0, true},
+    {"tls-server-name", 0, true},
+    {"tls-insecure", 0, false},
     {"timeout", 0, true},
     {"ttl", 0, true},
     {"json", 0, false},

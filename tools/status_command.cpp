@@ -22,8 +22,14 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 6> status_options{{
+constexpr std::array<option_spec, 12> status_options{{
     {"nodes", 0, true},
+    {"tls-ca", 0, true},
+    {"tls-ca-dir", 0, true},
+    {"tls-cert", 0, true},
+    {"tls-key", 0, true},
+    {"tls-server-name", 0, true},
+    {"tls-insecure", 0, false},
     {"value", 0, true},
     {"timeout", 0, true},
     {"ttl", 0, true},

@@ -23,6 +23,37 @@ struct uv_loop_s;
 
 namespace redsync {
 
+/// TLS to one node (`rediss://`). Every path is read once, when the
+/// `Redsync` is constructed; a path that cannot be read, or a key that does
+/// not match its certificate, throws `config_error` naming the field and the
+/// path. The TLS handshake counts against `redsync_options::connect_timeout`.
+struct tls_options {
+  /// Talk TLS to the node. Default false (plain TCP); `rediss://` URIs set it.
+  bool enabled = false;
+  /// PEM file of the CA certificates that may sign the server's certificate.
+  /// Default empty: with `ca_dir` also empty, the system's trust store
+  /// (OpenSSL's default paths, /etc/ssl/certs on Debian).
+  std::string ca_file{};
+  /// Directory of CA certificates in OpenSSL's hashed layout (`c_rehash`,
+  /// `openssl rehash`). Default empty; may be combined with `ca_file`.
+  std::string ca_dir{};
+  /// PEM file of the client certificate (chain) for mutual TLS. Default
+  /// empty = no client certificate. Needs `key_file`.
+  std::string cert_file{};
+  /// PEM file of the private key of `cert_file`. Default empty. Needs
+  /// `cert_file`.
+  std::string key_file{};
+  /// Name sent as SNI and checked against the server's certificate. Default
+  /// empty = `node_options::host`. An IP address is checked against the
+  /// certificate's IP addresses and sends no SNI.
+  std::string server_name{};
+  /// DANGER, for test setups only: skip every check of the server's
+  /// certificate (its CA, its name, its dates). The traffic is encrypted but
+  /// anyone on the path can impersonate the node and read or forge every
+  /// lock. Default false.
+  bool insecure_skip_verify = false;
+};
+
 /// How to reach one Redis master.
 struct REDSYNC_API node_options {
   /// TCP host name or address. Default "127.0.0.1". Ignored with `unix_path`.
@@ -37,10 +68,16 @@ struct REDSYNC_API node_options {
   std::string password{};
   /// Logical database for SELECT, >= 0. Default 0.
   int db = 0;
+  /// TLS (`rediss://`). Default: off. TCP only (not with `unix_path`).
+  tls_options tls{};
 
-  /// Parses `redis://[user[:password]@]host[:port][/db]` or
+  /// Parses `redis://[user[:password]@]host[:port][/db]`,
+  /// `rediss://[user[:password]@]host[:port][/db][?param=value&...]` (TLS;
+  /// parameters `ca`, `ca_dir`, `cert`, `key`, `server_name`, `insecure`,
+  /// each once, percent-decoded; `insecure` takes `true` or `false`) or
   /// `unix:///path/redis.sock[?db=N]` (user/password percent-decoded; IPv6
-  /// hosts in brackets). Throws `config_error` naming the URI and the problem.
+  /// hosts in brackets). Throws `config_error` naming the URI and the problem
+  /// (an unknown parameter by its name).
   static node_options parse(std::string_view uri);
 
   /// `host:port` or `unix:/path`, as used in results and messages.
@@ -67,9 +104,9 @@ struct redsync_options {
   /// connection carries many concurrent calls. Calls on the same lock name
   /// always use the same connection, so the server runs them in send order.
   std::size_t pool_size = 1;
-  /// Time allowed to establish a connection. Default 1 s. The handshake
-  /// (AUTH/SELECT) is pipelined with the first command and bounded by that
-  /// command's timeout.
+  /// Time allowed to establish a connection, the TLS handshake included.
+  /// Default 1 s. The Redis handshake (AUTH/SELECT) is pipelined with the
+  /// first command and bounded by that command's timeout.
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds{1000};
   /// Backoff before reconnecting a dropped connection: starts at `min`,
   /// doubles per failure up to `max`. During backoff, commands to the node fail

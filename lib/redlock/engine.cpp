@@ -47,7 +47,9 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
       t->pool(i, e, detail, sent_at);
     });
   }
-  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), options);
+  std::vector<std::shared_ptr<const tls_context>> tls;
+  for (const auto& pool : pools_) tls.push_back(pool->tls());
+  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), std::move(tls), options);
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO first: node_trust needs the server's
   // run_id to tell whether the node's record (and vote) is verified.

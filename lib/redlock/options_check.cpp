@@ -28,6 +28,40 @@ double in_ms(std::chrono::microseconds d) {
 
 constexpr std::size_t max_pool_size = 1024;
 
+// The files themselves are read when the node's TLS context is built
+// (transport/tls_session.cpp); this checks that the fields fit together.
+void check_tls_options(const node_options& node) {
+  const tls_options& t = node.tls;
+  if (!t.enabled) {
+    const std::pair<const char*, const std::string*> paths[] = {{"ca_file", &t.ca_file},
+                                                                {"ca_dir", &t.ca_dir},
+                                                                {"cert_file", &t.cert_file},
+                                                                {"key_file", &t.key_file},
+                                                                {"server_name", &t.server_name}};
+    for (const auto& [field, value] : paths) {
+      if (!value->empty()) {
+        fail("node_options.tls.{} = \"{}\": set, but tls.enabled is false (use rediss:// or set it)", field,
+             *value);
+      }
+    }
+    if (t.insecure_skip_verify)
+      fail("node_options.tls.insecure_skip_verify = true: set, but tls.enabled is false");
+    return;
+  }
+  if (!node.unix_path.empty()) {
+    fail("node_options.tls.enabled = true with unix_path \"{}\": TLS is for TCP nodes only", node.unix_path);
+  }
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    fail("node_options.tls.{} = \"\": a client certificate needs both cert_file and key_file",
+         t.cert_file.empty() ? "cert_file" : "key_file");
+  }
+  for (const char c : t.server_name) {
+    if (c == '\0' || c == '/' || c == ' ') {
+      fail("node_options.tls.server_name = \"{}\": not a host name", t.server_name);
+    }
+  }
+}
+
 }  // namespace
 
 void check_node_options(const node_options& node) {
@@ -47,6 +81,7 @@ void check_node_options(const node_options& node) {
   if (!node.username.empty() && node.password.empty()) {
     fail("node_options.username = \"{}\": a username needs a password", node.username);
   }
+  check_tls_options(node);
 }
 
 void check_redsync_options(const redsync_options& options) {

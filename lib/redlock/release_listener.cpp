@@ -17,8 +17,9 @@ constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
 }  // namespace
 
 release_listener::release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
+                                   std::vector<std::shared_ptr<const tls_context>> tls,
                                    const redsync_options& options)
-    : loop_(loop), nodes_(std::move(nodes)), connect_timeout_(options.connect_timeout) {
+    : loop_(loop), nodes_(std::move(nodes)), tls_(std::move(tls)), connect_timeout_(options.connect_timeout) {
   links_.resize(nodes_.size());
 }
 
@@ -54,7 +55,7 @@ void release_listener::unwatch(const std::string& channel, waiter* w) {
 void release_listener::ensure_connected(std::size_t i) {
   auto& link = links_[i];
   if (!link.conn) {
-    link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_},
+    link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_, tls_[i]},
                                              [](const std::string*) {});
     link.conn->set_push_handler([this](reply&& r) { on_push(std::move(r)); });
   }

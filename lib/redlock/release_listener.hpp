@@ -34,7 +34,10 @@ class release_listener {
     virtual void on_subscribed() = 0;
   };
 
-  release_listener(uv_loop_t* loop, std::vector<node_options> nodes, const redsync_options& options);
+  // `tls[i]` is node i's TLS context (null for plain TCP), shared with its
+  // node_pool.
+  release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
+                   std::vector<std::shared_ptr<const tls_context>> tls, const redsync_options& options);
   ~release_listener();  // requires close() to have completed (or no watch ever)
   release_listener(const release_listener&) = delete;
   release_listener& operator=(const release_listener&) = delete;
@@ -60,6 +63,7 @@ class release_listener {
 
   uv_loop_t* loop_;
   std::vector<node_options> nodes_;
+  std::vector<std::shared_ptr<const tls_context>> tls_;
   std::chrono::milliseconds connect_timeout_;
   std::vector<node_link> links_;
   std::unordered_map<std::string, std::vector<waiter*>> channels_;

@@ -51,6 +51,7 @@ void connection::drop(const std::string& error) {
   }
   handshake_due_.clear();
   handshake_unsent_ = false;
+  tls_write_error_.clear();
   uv_timer_stop(&deadline_timer_);
   armed_for_ = clock::time_point::max();
   uv_idle_stop(&flush_idle_);

@@ -10,8 +10,9 @@
 // has been closed. Dropped sockets free themselves from their close callback.
 //
 // Implemented in connection.cpp (lifecycle: construction, drop, close),
-// connection_connect.cpp (connecting and the handshake) and
-// connection_commands.cpp (writes, reply matching, deadlines).
+// connection_connect.cpp (connecting and the handshake),
+// connection_commands.cpp (writes, reply matching, deadlines) and
+// connection_tls.cpp (the TLS handshake and records, over tls_session).
 
 #include "transport/node_pool.hpp"
 
@@ -29,9 +30,15 @@
 
 namespace redsync::detail {
 
+class tls_context;
+
 struct connection_config {
   node_options node;
   std::chrono::milliseconds connect_timeout{1000};
+  // Set for a TLS node (node.tls.enabled): its SSL_CTX, shared by every
+  // connection to the node. The TLS handshake runs right after the TCP
+  // connect, within connect_timeout, and before AUTH/SELECT/INFO.
+  std::shared_ptr<const tls_context> tls{};
   // When set, every new connection also sends `INFO` in its
   // handshake and hands the reply here (an error reply too, e.g. NOPERM),
   // before any later reply on that connection is delivered (node_trust reads
@@ -102,6 +109,14 @@ class connection {
 
   void try_next_address();
   void connect_failed(std::string error);
+  void start_tls();
+  void continue_tls_handshake();
+  void handle_tls_data(const char* data, std::size_t size);
+  void deliver_tls_plaintext();
+  void flush_tls();
+  // Writes the TLS session's pending ciphertext; 0 or a libuv error.
+  int send_tls_output();
+  void tls_write_failed(int status);
   void handshake_and_flush();
   void flush();
   void handle_data(const char* data, std::size_t size);
@@ -143,6 +158,11 @@ class connection {
   // Scratch for flush(), kept to reuse their capacity.
   std::vector<uv_buf_t> write_bufs_;
   std::vector<wire_command> write_wires_;
+  std::string tls_plain_;  // flush_tls(): the batch's plaintext, before encryption
+  std::string tls_out_;    // send_tls_output(): ciphertext to write
+  // Set when a write to a connected TLS socket failed: writing stops, and the
+  // read side drops the connection, with the server's alert if one is there.
+  std::string tls_write_error_;
   clock::time_point armed_for_ = clock::time_point::max();
   clock::time_point stall_since_{};
   std::chrono::microseconds max_timeout_{0};

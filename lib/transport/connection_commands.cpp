@@ -26,12 +26,6 @@ long long to_ms(microseconds d) {
 
 }  // namespace
 
-struct connection::write_req {
-  uv_write_t req{};
-  std::vector<wire_command> wires;  // keeps the bytes alive until written
-  std::vector<uv_buf_t> bufs;
-};
-
 // ---- sending ----------------------------------------------------------------
 
 void connection::send(wire_command cmd, microseconds timeout, command_callback done, std::uint32_t replies) {
@@ -83,6 +77,10 @@ void connection::flush() {
     inflight_.push_back(std::move(e));
   }
   unsent_.clear();
+  if (socket_->tls) {
+    flush_tls();
+    return;
+  }
   // Write at once when the socket takes it all (the usual case): unlike
   // uv_write, uv_try_write leaves the poll set alone, which saves an
   // epoll_ctl per write. Whatever the kernel did not take goes through
@@ -123,7 +121,12 @@ void connection::on_write(uv_write_t* req, int status) {
   auto* s = static_cast<socket*>(req->handle->data);
   connection* self = s->owner;
   delete w;
-  if (status != 0 && status != UV_ECANCELED && self != nullptr) {
+  if (status == 0 || status == UV_ECANCELED || self == nullptr) return;
+  if (self->state_ == state::connecting) {  // a TLS handshake's message
+    self->connect_failed("TLS handshake: write: " + uv_error(status));
+  } else if (s->tls) {
+    self->tls_write_failed(status);
+  } else {
     self->drop("connection lost: write: " + uv_error(status));
   }
 }
@@ -140,7 +143,14 @@ void connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
   connection* self = s->owner;
   if (self == nullptr) return;
   if (nread > 0) {
-    self->handle_data(buf->base, static_cast<std::size_t>(nread));
+    if (s->tls) {
+      self->handle_tls_data(buf->base, static_cast<std::size_t>(nread));
+    } else {
+      self->handle_data(buf->base, static_cast<std::size_t>(nread));
+    }
+  } else if (nread < 0 && self->state_ == state::connecting) {  // in the TLS handshake
+    self->connect_failed(nread == UV_EOF ? std::string("TLS handshake: the server closed the connection")
+                                         : "TLS handshake: " + uv_error(static_cast<int>(nread)));
   } else if (nread == UV_EOF) {
     self->drop("connection lost: server closed the connection");
   } else if (nread < 0) {

@@ -50,6 +50,7 @@ void connection::connect() {
   pending_connect_error_.clear();
   last_connect_error_.clear();
   handshake_error_.clear();
+  tls_write_error_.clear();
   addresses_.clear();
   next_address_ = 0;
   uv_timer_start(&connect_timer_, &on_connect_timer,
@@ -166,12 +167,16 @@ void connection::on_connected(uv_connect_t* req, int status) {
     self->try_next_address();
     return;
   }
-  uv_timer_stop(&self->connect_timer_);
   if (int rc = uv_read_start(&s->h.stream, &on_alloc, &on_read); rc != 0) {
     self->detach_socket();
     self->connect_failed("connect: read: " + uv_error(rc));
     return;
   }
+  if (self->config_.tls) {
+    self->start_tls();  // connected once the TLS handshake is done
+    return;
+  }
+  uv_timer_stop(&self->connect_timer_);
   self->state_ = state::connected;
   self->listener_(nullptr);
   self->handshake_and_flush();
@@ -187,10 +192,12 @@ void connection::handshake_and_flush() {
 void connection::on_connect_timer(uv_timer_t* timer) {
   auto* self = static_cast<connection*>(timer->data);
   if (self->state_ != state::connecting) return;
+  const bool in_tls = self->socket_ != nullptr && self->socket_->tls != nullptr;
   std::string error =
-      !self->pending_connect_error_.empty()
-          ? std::move(self->pending_connect_error_)
-          : fmt::format("connect: timed out after {} ms", self->config_.connect_timeout.count());
+      !self->pending_connect_error_.empty() ? std::move(self->pending_connect_error_)
+      : in_tls ? fmt::format("TLS handshake: no answer from the server within the connect timeout ({} ms)",
+                             self->config_.connect_timeout.count())
+               : fmt::format("connect: timed out after {} ms", self->config_.connect_timeout.count());
   self->connect_failed(std::move(error));
 }
 

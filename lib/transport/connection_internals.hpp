@@ -6,11 +6,13 @@
 
 #include "transport/connection.hpp"
 #include "transport/resp.hpp"
+#include "transport/tls_session.hpp"
 
 #include <uv.h>
 
 #include <array>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,12 +47,22 @@ struct connection::socket {
   connection* closing_owner = nullptr;
   resp_reader reader;
   std::array<char, 64 * 1024> buffer;
+  // TLS nodes only: the session, and its decrypted bytes for the reader.
+  std::unique_ptr<tls_session> tls;
+  std::string plain;
 
   explicit socket(connection* c) : owner(c) {
     std::memset(&h, 0, sizeof h);
     h.handle.data = this;
     connect_req.data = this;
   }
+};
+
+struct connection::write_req {
+  uv_write_t req{};
+  std::vector<wire_command> wires;  // keeps the bytes alive until written
+  std::vector<uv_buf_t> bufs;
+  std::string owned;  // or owns them itself (TLS ciphertext)
 };
 
 struct connection::resolve_req {

@@ -4,6 +4,7 @@
 #include "transport/node_pool.hpp"
 
 #include "transport/connection.hpp"
+#include "transport/tls_session.hpp"
 
 #include <uv.h>
 
@@ -74,7 +75,7 @@ struct node_pool::impl {
 
   impl(uv_loop_t* l, node_options node, const redsync_options& o)
       : loop(l),
-        config{std::move(node), o.connect_timeout},
+        config{node, o.connect_timeout, make_tls_context(node)},
         size(std::max<std::size_t>(o.pool_size, 1)),
         backoff_min(o.reconnect_backoff_min),
         backoff_max(o.reconnect_backoff_max) {}
@@ -252,6 +253,10 @@ void node_pool::on_event(pool_listener listener) {
 void node_pool::note(pool_event e, std::string_view detail,
                      std::chrono::steady_clock::time_point sent_at) const {
   if (impl_->listener) impl_->listener(e, detail, sent_at);
+}
+
+std::shared_ptr<const tls_context> node_pool::tls() const {
+  return impl_->config.tls;
 }
 
 void node_pool::on_server_info(std::function<void(const reply& info)> listener) {

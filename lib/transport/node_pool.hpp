@@ -102,14 +102,22 @@ wire_command encode_command(const std::vector<std::string_view>& argv);
 // commands sent as one, see node_pool::send).
 void append_command(std::string& out, const std::vector<std::string_view>& argv);
 
+class tls_context;
+
 class node_pool {
  public:
+  // For a TLS node (node.tls.enabled), reads the CA, certificate and key
+  // files here, on the calling thread: throws config_error naming the field
+  // and the path when one cannot be used.
   node_pool(uv_loop_s* loop, node_options node, const redsync_options& options);
   ~node_pool();  // requires close() to have completed
   node_pool(const node_pool&) = delete;
   node_pool& operator=(const node_pool&) = delete;
 
   const std::string& address() const noexcept { return address_; }
+  // The node's TLS context (null for plain TCP), for other connections to
+  // the same node (the wake-up listener's).
+  std::shared_ptr<const tls_context> tls() const;
 
   // Every connection made from now on sends `INFO` in its handshake
   // and passes the reply (an error reply too) here, on the loop thread,

@@ -1,6 +1,6 @@
 // Parsing node URIs into node_options, one step per part of the URI (scheme,
-// credentials, host and port or unix path, db); errors show the URI through
-// redacted_uri, never a password.
+// credentials, host and port or unix path, db, TLS parameters); errors show
+// the URI through redacted_uri, never a password.
 
 #include "util/node_uri.hpp"
 
@@ -22,6 +22,7 @@ namespace redsync::detail {
 namespace {
 
 constexpr std::string_view redis_prefix = "redis://";
+constexpr std::string_view rediss_prefix = "rediss://";
 constexpr std::string_view unix_prefix = "unix:";
 
 // ---- characters -------------------------------------------------------------
@@ -57,12 +58,16 @@ int hex_value(char c) {
 class node_uri_parser {
  public:
   explicit node_uri_parser(std::string_view uri)
-      : uri_(uri), redacted_(uri, starts_with_nocase(uri, redis_prefix)) {}
+      : uri_(uri),
+        redacted_(uri, starts_with_nocase(uri, redis_prefix) || starts_with_nocase(uri, rediss_prefix)) {}
 
   node_options parse() {
     if (uri_.empty()) fail("the URI is empty");
     if (starts_with_nocase(uri_, redis_prefix)) {
-      parse_redis(uri_.substr(redis_prefix.size()));
+      parse_redis(uri_.substr(redis_prefix.size()), false);
+    } else if (starts_with_nocase(uri_, rediss_prefix)) {
+      node_.tls.enabled = true;
+      parse_redis(uri_.substr(rediss_prefix.size()), true);
     } else if (starts_with_nocase(uri_, unix_prefix)) {
       parse_unix(uri_.substr(unix_prefix.size()));
     } else {
@@ -98,27 +103,32 @@ class node_uri_parser {
     }
     if (end > 0 && uri_.substr(end, 3) == "://") {
       const std::string_view scheme = uri_.substr(0, end);
-      if (starts_with_nocase(scheme, "rediss") && scheme.size() == 6) {
-        fail("TLS (rediss://) is not supported");
-      }
-      fail("unknown scheme \"{}\" (expected redis:// or unix://)", scheme);
+      fail("unknown scheme \"{}\" (expected redis://, rediss:// or unix://)", scheme);
     }
     // Typically "localhost:6379" or "10.0.0.1".
     fail("missing scheme (expected redis://host:port or unix:///path)");
   }
 
   // ---- redis://[user[:password]@]host[:port][/db]
+  // ---- rediss://[user[:password]@]host[:port][/db][?param=value&...]
 
-  void parse_redis(std::string_view rest) {
+  void parse_redis(std::string_view rest, bool tls) {
     // The user info ends at the last '@', so a password may contain raw
-    // '/', '?', '#' or ':' even when it should have been percent-encoded.
+    // '/', '?', '#' or ':' even when it should have been percent-encoded
+    // (and an '@' in a TLS parameter's value must be: %40).
     if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
       parse_credentials(rest.substr(0, at));
       rest.remove_prefix(at + 1);
     }
 
-    if (const std::size_t q = rest.find_first_of("?#"); q != std::string_view::npos) {
-      fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", shown(rest.substr(q)));
+    if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
+      fail("unexpected \"{}\" ({} URIs take no fragment)", shown(rest.substr(hash)),
+           tls ? "rediss://" : "redis://");
+    }
+    if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
+      if (!tls) fail("unexpected \"{}\" (redis:// URIs take no query or fragment)", shown(rest.substr(q)));
+      parse_tls_query(rest.substr(q + 1));
+      rest = rest.substr(0, q);
     }
 
     const std::size_t slash = rest.find('/');
@@ -250,6 +260,49 @@ class node_uri_parser {
       seen_db = true;
       if (eq == std::string_view::npos) fail("query parameter db has no value");
       node_.db = parse_number(param.substr(eq + 1), "db", 0, 2147483647);
+    }
+  }
+
+  // ---- rediss:// query: ca, ca_dir, cert, key, server_name, insecure
+
+  void parse_tls_query(std::string_view query) {
+    struct param {
+      std::string_view name;
+      std::string* target;  // null for insecure
+      bool seen = false;
+    };
+    tls_options& t = node_.tls;
+    param params[] = {{"ca", &t.ca_file},   {"ca_dir", &t.ca_dir},           {"cert", &t.cert_file},
+                      {"key", &t.key_file}, {"server_name", &t.server_name}, {"insecure", nullptr}};
+    if (query.empty()) fail("empty query after '?'");
+    for (;;) {
+      const std::size_t amp = query.find('&');
+      const std::string_view item = query.substr(0, amp);
+      const std::size_t eq = item.find('=');
+      const std::string_view key = item.substr(0, eq);
+      if (key.empty()) fail("empty query parameter in \"{}\"", shown(query.substr(0, amp)));
+      param* p = nullptr;
+      for (auto& candidate : params) p = candidate.name == key ? &candidate : p;
+      if (p == nullptr) {
+        fail("unknown query parameter \"{}\" (rediss:// takes ca, ca_dir, cert, key, server_name, insecure)",
+             shown(key));
+      }
+      if (p->seen) fail("query parameter {} given twice", key);
+      p->seen = true;
+      if (eq == std::string_view::npos || eq + 1 == item.size()) fail("query parameter {} has no value", key);
+      const std::string value = decode(item.substr(eq + 1), key, true);
+      // Paths and names reach OpenSSL as C strings: a NUL would cut them short.
+      if (value.find('\0') != std::string::npos) fail("query parameter {} contains a NUL byte", key);
+      if (p->target != nullptr) {
+        *p->target = value;
+      } else if (value == "true" || value == "1") {
+        t.insecure_skip_verify = true;
+      } else if (value != "false" && value != "0") {
+        fail("query parameter insecure = \"{}\": expected true or false", printable(value));
+      }
+      if (amp == std::string_view::npos) break;
+      query.remove_prefix(amp + 1);
+      if (query.empty()) fail("empty query parameter after the last '&'");
     }
   }
 

@@ -26,6 +26,14 @@ using redsync::fuzz::check;
 
 void check_parsed(const node_options& n) {
   check(n.db >= 0, "db is negative");
+  // TLS settings come only with rediss://, and reach OpenSSL as C strings.
+  for (const std::string* s :
+       {&n.tls.ca_file, &n.tls.ca_dir, &n.tls.cert_file, &n.tls.key_file, &n.tls.server_name}) {
+    check(n.tls.enabled || s->empty(), "a TLS setting without TLS");
+    check(s->find('\0') == std::string::npos, "a TLS setting contains a NUL byte");
+  }
+  check(n.tls.enabled || !n.tls.insecure_skip_verify, "insecure without TLS");
+  check(!n.tls.enabled || n.unix_path.empty(), "TLS over a unix socket");
   if (!n.unix_path.empty()) {
     check(n.unix_path.front() == '/', "unix socket path is not absolute");
     check(n.unix_path.find('\0') == std::string::npos, "unix socket path contains a NUL byte");
@@ -66,7 +74,7 @@ std::vector<span> secrets(std::string_view uri) {
   std::size_t query_from = 0;
   if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
     const std::size_t authority = scheme_end + 3;
-    const std::size_t at = starts_with_nocase(uri, "redis://")
+    const std::size_t at = starts_with_nocase(uri, "redis://") || starts_with_nocase(uri, "rediss://")
                                ? uri.rfind('@')
                                : uri.substr(0, uri.find('/', authority)).rfind('@');
     if (at != std::string_view::npos && at >= authority) {

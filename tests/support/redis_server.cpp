@@ -254,6 +254,7 @@ redis_server::redis_server(config cfg, deferred_tag) : cfg_(std::move(cfg)) {
   dir_ = make_temp_dir();
   try {
     port_ = free_port();
+    if (cfg_.tls) tls_port_ = free_port();
     launch();
   } catch (...) {
     cleanup();
@@ -298,6 +299,11 @@ void redis_server::launch() {
     args.insert(args.end(), {"--unixsocket", unix_path(), "--unixsocketperm", "700"});
   }
   if (!cfg_.password.empty()) args.insert(args.end(), {"--requirepass", cfg_.password});
+  if (cfg_.tls) {
+    args.insert(args.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file", cfg_.tls->cert_file,
+                             "--tls-key-file", cfg_.tls->key_file, "--tls-ca-cert-file", cfg_.tls->ca_file,
+                             "--tls-auth-clients", cfg_.tls->require_client_cert ? "yes" : "no"});
+  }
   args.insert(args.end(), cfg_.extra_args.begin(), cfg_.extra_args.end());
 
   // Everything the child needs is prepared before fork: between fork and exec
@@ -375,6 +381,7 @@ void redis_server::await_ready(bool retry_port) {
                                "; log tail:\n" + tail);
     }
     port_ = free_port();
+    if (cfg_.tls) tls_port_ = free_port();
     launch();
   }
 }
@@ -393,6 +400,12 @@ std::string redis_server::address() const {
 std::string redis_server::uri() const {
   std::string auth = cfg_.password.empty() ? "" : ":" + cfg_.password + "@";
   return "redis://" + auth + address();
+}
+
+std::string redis_server::tls_uri(const std::string& query) const {
+  if (!cfg_.tls) return {};
+  std::string auth = cfg_.password.empty() ? "" : ":" + cfg_.password + "@";
+  return "rediss://" + auth + "127.0.0.1:" + std::to_string(tls_port_) + query;
 }
 
 std::string redis_server::unix_path() const {

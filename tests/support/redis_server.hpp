@@ -14,10 +14,22 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace redsync::test {
+
+/// TLS for a redis_server: the PEM files it serves with.
+struct tls_server_config {
+  /// The server's certificate and key (e.g. from test_ca::issue()).
+  std::string cert_file;
+  std::string key_file;
+  /// The CA that client certificates must come from.
+  std::string ca_file;
+  /// Require a client certificate (`--tls-auth-clients yes`). Default false.
+  bool require_client_cert = false;
+};
 
 /// How to start a redis_server. All fields are optional.
 struct config {
@@ -27,6 +39,9 @@ struct config {
   std::string password{};
   /// Also listen on `<temp dir>/redis.sock` (permissions 700).
   bool unix_socket = false;
+  /// Also listen with TLS on tls_port() (the plain port stays, for the
+  /// harness's own checks and redis_client).
+  std::optional<tls_server_config> tls{};
 };
 
 /// One redis-server child process. Non-copyable, non-movable.
@@ -44,6 +59,11 @@ class redis_server {
 
   /// TCP port; stays the same across kill()/restart().
   int port() const { return port_; }
+  /// TLS port (config::tls); 0 without TLS. Stays the same across restart().
+  int tls_port() const { return tls_port_; }
+  /// "rediss://127.0.0.1:TLS_PORT" (with the password, if any) followed by
+  /// `query` (e.g. "?ca=/path/ca.pem"); empty without config::tls.
+  std::string tls_uri(const std::string& query = "") const;
   /// "127.0.0.1:PORT".
   std::string address() const;
   /// "redis://127.0.0.1:PORT", or "redis://:PASSWORD@127.0.0.1:PORT".
@@ -97,6 +117,7 @@ class redis_server {
   std::string binary_;
   std::string dir_;
   int port_ = 0;
+  int tls_port_ = 0;
   mutable pid_t pid_ = -1;
   std::chrono::steady_clock::time_point launched_at_{};
 };

@@ -169,8 +169,75 @@ TEST_CASE("an unknown scheme is rejected and named") {
   CHECK(parse_error("valkey://h").find("unknown scheme \"valkey\"") != std::string::npos);
 }
 
-TEST_CASE("rediss:// is rejected because TLS is not supported") {
-  CHECK(parse_error("rediss://h:6380").find("TLS (rediss://) is not supported") != std::string::npos);
+// ---- rediss://
+// ------------------------------------------------------------------
+
+TEST_CASE("rediss:// turns TLS on and verifies against the system store and the host by default") {
+  const node_options n = node_options::parse("rediss://:pw@cache.example:6380/2");
+  CHECK(n.tls.enabled);
+  CHECK(n.host == "cache.example");
+  CHECK(n.port == 6380);
+  CHECK(n.db == 2);
+  CHECK(n.password == "pw");
+  CHECK(n.tls.ca_file.empty());
+  CHECK(n.tls.ca_dir.empty());
+  CHECK(n.tls.cert_file.empty());
+  CHECK(n.tls.key_file.empty());
+  CHECK(n.tls.server_name.empty());
+  CHECK_FALSE(n.tls.insecure_skip_verify);
+  CHECK_FALSE(node_options::parse("redis://cache.example").tls.enabled);
+  CHECK(node_options::parse("REDISS://h").tls.enabled);
+}
+
+TEST_CASE("rediss:// query parameters set every TLS field, percent-decoded") {
+  const node_options n = node_options::parse(
+      "rediss://u:p%40ss@10.0.0.7:6380/1?ca=/etc/ca%20dir/ca.pem&ca_dir=/etc/ssl/certs&cert=/c.pem&key=/"
+      "k%40x."
+      "pem&server_name=redis.internal&insecure=false");
+  CHECK(n.username == "u");
+  CHECK(n.password == "p@ss");
+  CHECK(n.host == "10.0.0.7");
+  CHECK(n.db == 1);
+  CHECK(n.tls.ca_file == "/etc/ca dir/ca.pem");
+  CHECK(n.tls.ca_dir == "/etc/ssl/certs");
+  CHECK(n.tls.cert_file == "/c.pem");
+  CHECK(n.tls.key_file == "/k@x.pem");
+  CHECK(n.tls.server_name == "redis.internal");
+  CHECK_FALSE(n.tls.insecure_skip_verify);
+  CHECK(node_options::parse("rediss://h?insecure=true").tls.insecure_skip_verify);
+  CHECK(node_options::parse("rediss://h:1?insecure=1").tls.insecure_skip_verify);
+}
+
+TEST_CASE("an unknown rediss:// query parameter is rejected and named") {
+  const std::string m = parse_error("rediss://h:6380?ca=/ca.pem&sni=x");
+  CHECK(m.find("unknown query parameter \"sni\"") != std::string::npos);
+  CHECK(m.find("ca, ca_dir, cert, key, server_name, insecure") != std::string::npos);
+  CHECK(parse_error("rediss://h?db=1").find("unknown query parameter \"db\"") != std::string::npos);
+}
+
+TEST_CASE("a rediss:// password given as a query parameter is rejected without showing it") {
+  const std::string m = parse_error("rediss://h?password=hunter2");
+  CHECK(m.find("unknown query parameter \"password\"") != std::string::npos);
+  CHECK(m.find("hunter2") == std::string::npos);
+  CHECK(parse_error("rediss://:hunter2@h?bad=1").find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("a rediss:// query parameter given twice, without a value or badly encoded is rejected") {
+  CHECK(parse_error("rediss://h?ca=/a&ca=/b").find("query parameter ca given twice") != std::string::npos);
+  CHECK(parse_error("rediss://h?ca").find("query parameter ca has no value") != std::string::npos);
+  CHECK(parse_error("rediss://h?key=").find("query parameter key has no value") != std::string::npos);
+  CHECK(parse_error("rediss://h?").find("empty query") != std::string::npos);
+  CHECK(parse_error("rediss://h?ca=/a&").find("empty query parameter") != std::string::npos);
+  CHECK(parse_error("rediss://h?&ca=/a").find("empty query parameter") != std::string::npos);
+  CHECK(parse_error("rediss://h?ca=/a%zz").find("bad percent-encoding \"%zz\" in ca") != std::string::npos);
+  CHECK(parse_error("rediss://h?cert=/a%00b").find("cert contains a NUL byte") != std::string::npos);
+  CHECK(parse_error("rediss://h?insecure=yes").find("insecure = \"yes\": expected true or false") !=
+        std::string::npos);
+  CHECK(parse_error("rediss://h#frag").find("take no fragment") != std::string::npos);
+}
+
+TEST_CASE("a redis:// URI still takes no query: TLS parameters need rediss://") {
+  CHECK(parse_error("redis://h?ca=/ca.pem").find("redis:// URIs take no query") != std::string::npos);
 }
 
 TEST_CASE("an empty host is rejected") {

@@ -71,6 +71,28 @@ TEST_CASE("a node username without a password is rejected") {
   CHECK_NOTHROW(check_node_options({.password = "pw"}));
 }
 
+TEST_CASE("TLS settings without tls.enabled are rejected and named") {
+  CHECK_THROWS_WITH_AS(
+      check_node_options({.tls = {.ca_file = "/ca.pem"}}),
+      doctest::Contains("node_options.tls.ca_file = \"/ca.pem\": set, but tls.enabled is false"),
+      config_error);
+  CHECK_THROWS_WITH_AS(check_node_options({.tls = {.insecure_skip_verify = true}}),
+                       doctest::Contains("node_options.tls.insecure_skip_verify"), config_error);
+  CHECK_NOTHROW(check_node_options({.tls = {.enabled = true}}));
+}
+
+TEST_CASE("TLS needs a TCP node and a client certificate needs both halves") {
+  CHECK_THROWS_WITH_AS(check_node_options({.unix_path = "/r.sock", .tls = {.enabled = true}}),
+                       doctest::Contains("TLS is for TCP nodes only"), config_error);
+  CHECK_THROWS_WITH_AS(check_node_options({.tls = {.enabled = true, .cert_file = "/c.pem"}}),
+                       doctest::Contains("node_options.tls.key_file = \"\""), config_error);
+  CHECK_THROWS_WITH_AS(check_node_options({.tls = {.enabled = true, .key_file = "/k.pem"}}),
+                       doctest::Contains("node_options.tls.cert_file = \"\""), config_error);
+  CHECK_THROWS_WITH_AS(check_node_options({.tls = {.enabled = true, .server_name = "a b"}}),
+                       doctest::Contains("node_options.tls.server_name = \"a b\": not a host name"),
+                       config_error);
+}
+
 // ---- redsync_options
 // ----------------------------------------------------------
 

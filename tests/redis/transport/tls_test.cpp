@@ -1,0 +1,307 @@
+// TLS to real redis-servers (`--tls-port`) with a throw-away CA made by the
+// test: verified connections, every way verification fails (with OpenSSL's
+// reason as the node's error), mutual TLS, a server frozen mid-handshake,
+// and the files read at construction.
+#include <doctest/doctest.h>
+
+#include "transport/event_loop.hpp"
+#include "transport/node_pool.hpp"
+
+#include <redsync/error.hpp>
+#include <redsync/redsync.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "test_ca.hpp"
+
+using namespace std::chrono_literals;
+using redsync::node_options;
+using redsync::redsync_options;
+using redsync::detail::command_result;
+using redsync::detail::encode_command;
+using redsync::detail::event_loop;
+using redsync::detail::node_pool;
+using redsync::detail::reply;
+using redsync::detail::transport_status;
+using redsync::test::cert_request;
+using redsync::test::config;
+using redsync::test::issued_cert;
+using redsync::test::redis_client;
+using redsync::test::redis_server;
+using redsync::test::test_ca;
+using redsync::test::tls_server_config;
+using std::chrono::steady_clock;
+
+namespace {
+
+// A TLS redis_server with a certificate from `ca` for localhost and
+// 127.0.0.1 (unless `request` says otherwise).
+std::unique_ptr<redis_server> tls_server(test_ca& ca, const cert_request& request = {},
+                                         bool require_client_cert = false) {
+  const issued_cert cert = ca.issue(request);
+  return std::make_unique<redis_server>(
+      config{.tls = tls_server_config{cert.cert_file, cert.key_file, ca.ca_file(), require_client_cert}});
+}
+
+node_options tls_node(const redis_server& s, const std::string& ca_file) {
+  node_options n;
+  n.host = "127.0.0.1";
+  n.port = s.tls_port();
+  n.tls.enabled = true;
+  n.tls.ca_file = ca_file;
+  return n;
+}
+
+// A node_pool on an owned event loop; each call waits for its outcome with a
+// bound.
+class tls_pool {
+ public:
+  explicit tls_pool(node_options node, redsync_options options = {})
+      : pool_(std::make_unique<node_pool>(loop_.loop(), std::move(node), options)) {}
+  ~tls_pool() {
+    std::promise<void> done;
+    loop_.run_sync([&] { pool_->close([&] { done.set_value(); }); });
+    REQUIRE(done.get_future().wait_for(10s) == std::future_status::ready);
+  }
+
+  command_result call(std::vector<std::string> argv, std::chrono::milliseconds timeout = 3000ms) {
+    auto promise = std::make_shared<std::promise<command_result>>();
+    auto future = promise->get_future();
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    auto wire = encode_command(views);
+    loop_.post([this, wire, timeout, promise] {
+      pool_->send(0, wire, timeout, [promise](command_result&& r) { promise->set_value(std::move(r)); });
+    });
+    REQUIRE(future.wait_for(timeout + 10s) == std::future_status::ready);
+    return future.get();
+  }
+
+ private:
+  event_loop loop_{nullptr};
+  std::unique_ptr<node_pool> pool_;
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The config_error that constructing a Redsync on `node` throws.
+std::string construction_error(const node_options& node) {
+  try {
+    redsync::Redsync rs(std::vector<node_options>{node});
+  } catch (const redsync::config_error& e) {
+    return e.what();
+  }
+  FAIL_CHECK("no config_error");
+  return {};
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("tls");
+
+TEST_CASE("a TLS node verified against the test CA round-trips commands") {
+  test_ca ca;
+  auto server = tls_server(ca);
+  tls_pool pool(tls_node(*server, ca.ca_file()));
+  const command_result ping = pool.call({"PING"});
+  REQUIRE_MESSAGE(ping.status == transport_status::ok, ping.error);
+  CHECK(ping.value.str == "PONG");
+  CHECK(pool.call({"SET", "tls:roundtrip", "v1"}).value.str == "OK");
+  CHECK(pool.call({"GET", "tls:roundtrip"}).value.str == "v1");
+  CHECK(redis_client(*server).get("tls:roundtrip") == "v1");
+}
+
+TEST_CASE("a value larger than the socket buffers crosses TLS whole, and pipelined replies stay in order") {
+  test_ca ca;
+  auto server = tls_server(ca);
+  tls_pool pool(tls_node(*server, ca.ca_file()));
+  const std::string big(3 * 1024 * 1024, 'x');
+  const command_result set = pool.call({"SET", "tls:big", big}, 10000ms);
+  REQUIRE_MESSAGE(set.status == transport_status::ok, set.error);
+  const command_result get = pool.call({"GET", "tls:big"}, 10000ms);
+  REQUIRE(get.status == transport_status::ok);
+  CHECK(get.value.str.size() == big.size());
+  CHECK(get.value.str == big);
+  for (int i = 0; i < 50; ++i) {
+    CHECK(pool.call({"INCR", "tls:counter"}).value.integer == i + 1);
+  }
+}
+
+TEST_CASE("a CA directory in OpenSSL's hashed layout verifies the server") {
+  test_ca ca;
+  auto server = tls_server(ca);
+  node_options n = tls_node(*server, "");
+  n.tls.ca_dir = ca.ca_dir();
+  tls_pool pool(n);
+  const command_result r = pool.call({"PING"});
+  CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+}
+
+TEST_CASE("the name checked can differ from the host: server_name, or a DNS host name") {
+  test_ca ca;
+  auto server = tls_server(ca, cert_request{.dns = {"redis.internal"}, .ips = {}});
+  node_options n = tls_node(*server, ca.ca_file());
+  n.tls.server_name = "redis.internal";
+  tls_pool pool(n);
+  const command_result r = pool.call({"PING"});
+  CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+
+  auto local = tls_server(ca, cert_request{.name = "local", .dns = {"localhost"}, .ips = {}});
+  node_options by_name = tls_node(*local, ca.ca_file());
+  by_name.host = "localhost";
+  tls_pool pool2(by_name);
+  const command_result r2 = pool2.call({"PING"});
+  CHECK_MESSAGE(r2.status == transport_status::ok, r2.error);
+}
+
+TEST_CASE("a server certificate from another CA fails the connect with the verification error") {
+  test_ca ca;
+  test_ca other("another test CA");
+  auto server = tls_server(ca);
+  tls_pool pool(tls_node(*server, other.ca_file()));
+  const auto start = steady_clock::now();
+  const command_result r = pool.call({"PING"});
+  CHECK(steady_clock::now() - start < 2s);
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "TLS handshake: certificate verify failed"), r.error);
+  // Which of the two depends on whether the server sends its CA along.
+  CHECK_MESSAGE((contains(r.error, "unable to get local issuer certificate") ||
+                 contains(r.error, "self-signed certificate in certificate chain")),
+                r.error);
+}
+
+TEST_CASE("a server name the certificate does not hold fails with hostname mismatch, naming it") {
+  test_ca ca;
+  auto server = tls_server(ca);
+  node_options n = tls_node(*server, ca.ca_file());
+  n.tls.server_name = "wrong.example";
+  tls_pool pool(n);
+  const command_result r = pool.call({"PING"});
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "hostname mismatch"), r.error);
+  CHECK_MESSAGE(contains(r.error, "\"wrong.example\""), r.error);
+}
+
+TEST_CASE("an IP address the certificate does not hold fails with IP address mismatch") {
+  test_ca ca;
+  auto server = tls_server(ca, cert_request{.dns = {"localhost"}, .ips = {"10.9.8.7"}});
+  tls_pool pool(tls_node(*server, ca.ca_file()));
+  const command_result r = pool.call({"PING"});
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "IP address mismatch"), r.error);
+}
+
+TEST_CASE("an expired server certificate fails with certificate has expired") {
+  test_ca ca;
+  auto server = tls_server(ca, cert_request{.not_before = -48h, .not_after = -24h});
+  tls_pool pool(tls_node(*server, ca.ca_file()));
+  const command_result r = pool.call({"PING"});
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "certificate has expired"), r.error);
+}
+
+TEST_CASE("insecure_skip_verify connects despite an unknown CA and a wrong name") {
+  test_ca ca;
+  test_ca other("another test CA");
+  auto server = tls_server(ca);
+  node_options n = tls_node(*server, other.ca_file());
+  n.tls.server_name = "wrong.example";
+  n.tls.insecure_skip_verify = true;
+  tls_pool pool(n);
+  const command_result r = pool.call({"PING"});
+  CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+}
+
+TEST_CASE("a server that requires a client certificate refuses a client without one, and says so") {
+  test_ca ca;
+  auto server = tls_server(ca, {}, true);
+  tls_pool pool(tls_node(*server, ca.ca_file()));
+  const command_result r = pool.call({"PING"});
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "the server requires a client certificate"), r.error);
+  CHECK_MESSAGE(contains(r.error, "alert certificate required"), r.error);
+}
+
+TEST_CASE("a client certificate from the server's CA passes mutual TLS") {
+  test_ca ca;
+  auto server = tls_server(ca, {}, true);
+  const issued_cert client = ca.issue(cert_request{.name = "client", .dns = {"client"}, .ips = {}});
+  node_options n = tls_node(*server, ca.ca_file());
+  n.tls.cert_file = client.cert_file;
+  n.tls.key_file = client.key_file;
+  tls_pool pool(n);
+  const command_result r = pool.call({"PING"});
+  CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+  CHECK(r.value.str == "PONG");
+}
+
+TEST_CASE("a TLS node frozen mid-handshake fails within the connect timeout, not later") {
+  test_ca ca;
+  auto server = tls_server(ca);
+  server->pause();  // the kernel still accepts; nobody answers the ClientHello
+  redsync_options o;
+  o.connect_timeout = 300ms;
+  tls_pool pool(tls_node(*server, ca.ca_file()), o);
+  const auto start = steady_clock::now();
+  const command_result r = pool.call({"PING"}, 5000ms);
+  const auto took = steady_clock::now() - start;
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(
+      contains(r.error, "TLS handshake: no answer from the server within the connect timeout (300 ms)"),
+      r.error);
+  CHECK(took >= 250ms);
+  CHECK(took < 3s);
+  server->resume();
+}
+
+TEST_CASE("unreadable TLS files and a key that does not match are config errors from the constructor") {
+  test_ca ca;
+  const issued_cert a = ca.issue(cert_request{.name = "a"});
+  const issued_cert b = ca.issue(cert_request{.name = "b"});
+  node_options n;
+  n.port = 6380;
+  n.tls.enabled = true;
+
+  n.tls.ca_file = ca.dir() + "/missing.pem";
+  std::string m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "node_options.tls.ca_file = \"" + ca.dir() + "/missing.pem\""), m);
+  CHECK_MESSAGE(contains(m, "No such file"), m);
+
+  n.tls.ca_file = a.key_file;  // a key, not a certificate
+  m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "node_options.tls.ca_file"), m);
+  CHECK_MESSAGE(contains(m, "no PEM CA certificate"), m);
+
+  n.tls.ca_file = ca.ca_file();
+  n.tls.ca_dir = ca.dir() + "/nowhere";
+  m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "node_options.tls.ca_dir"), m);
+  CHECK_MESSAGE(contains(m, "is not a directory"), m);
+
+  n.tls.ca_dir.clear();
+  n.tls.cert_file = a.cert_file;
+  n.tls.key_file = b.key_file;
+  m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "node_options.tls.key_file = \"" + b.key_file + "\""), m);
+  CHECK_MESSAGE(contains(m, "does not match the certificate"), m);
+
+  n.tls.key_file.clear();
+  m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "needs both cert_file and key_file"), m);
+
+  node_options plain;
+  plain.tls.ca_file = ca.ca_file();
+  m = construction_error(plain);
+  CHECK_MESSAGE(contains(m, "tls.enabled is false"), m);
+}
+
+TEST_SUITE_END();
