@@ -48,6 +48,7 @@ class tls_link {
   redisReader* reader_ = nullptr;
   std::string out_;
   std::string error_;
+  bool verifies_ = true;  // false with tls.insecure_skip_verify
 };
 
 }  // namespace redsync::cli

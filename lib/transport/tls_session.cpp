@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +40,56 @@ std::string openssl_errors(bool* key_mismatch = nullptr) {
     out += buf;
   }
   return out;
+}
+
+// Adds every PEM certificate found in the regular files of `dir` to
+// `store`; returns how many. A hashed directory given to OpenSSL as such is
+// read lazily, during verification, which would be file I/O on the loop
+// thread: everything is read here, at construction, instead.
+int add_directory(X509_STORE* store, const std::filesystem::path& dir) {
+  int added = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    BIO* in = BIO_new_file(entry.path().c_str(), "r");
+    if (in == nullptr) continue;
+    while (X509* cert = PEM_read_bio_X509(in, nullptr, nullptr, nullptr)) {
+      // A certificate already in the store (the same CA under two names)
+      // is not an error.
+      if (X509_STORE_add_cert(store, cert) == 1) ++added;
+      X509_free(cert);
+    }
+    BIO_free(in);
+    ERR_clear_error();  // the end of each file reads as "no start line"
+  }
+  return added;
+}
+
+// The system's trust store, read now: its bundle file when there is one
+// (Debian, Ubuntu, Fedora), else every certificate in its directory. The
+// SSL_CERT_FILE and SSL_CERT_DIR variables are honoured as OpenSSL does.
+void load_system_store(SSL_CTX* ctx) {
+  const char* file_env = std::getenv(X509_get_default_cert_file_env());
+  const std::string file = file_env != nullptr ? file_env : X509_get_default_cert_file();
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(file, ec) &&
+      SSL_CTX_load_verify_locations(ctx, file.c_str(), nullptr) == 1)
+    return;
+  ERR_clear_error();
+  const char* dir_env = std::getenv(X509_get_default_cert_dir_env());
+  std::string_view dirs = dir_env != nullptr ? dir_env : X509_get_default_cert_dir();
+  while (!dirs.empty()) {
+    const auto colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    if (std::filesystem::is_directory(dir, ec)) add_directory(SSL_CTX_get_cert_store(ctx), dir);
+    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+  }
+}
+
+// An encrypted key must fail, not prompt for a pass phrase on the terminal
+// (OpenSSL's default), which would block the constructor.
+int no_passphrase(char*, int, int, void*) {
+  return 0;
 }
 
 bool is_ip_literal(const std::string& name) {
@@ -88,11 +140,11 @@ tls_context::tls_context(const node_options& node)
   SSL_CTX_set_mode(ctx_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx_, verify_ ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
 
-  if (o.ca_file.empty() && o.ca_dir.empty()) {
-    if (SSL_CTX_set_default_verify_paths(ctx_) != 1) {
-      throw config_error("node_options.tls: cannot load the system's CA certificates: " + openssl_errors());
-    }
-  }
+  // Renegotiation would make a write wait for a read; Redis never asks for it.
+  SSL_CTX_set_options(ctx_, SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_default_passwd_cb(ctx_, no_passphrase);
+
+  if (o.ca_file.empty() && o.ca_dir.empty()) load_system_store(ctx_);
   if (!o.ca_file.empty()) {
     require_readable_file("ca_file", o.ca_file);
     if (SSL_CTX_load_verify_locations(ctx_, o.ca_file.c_str(), nullptr) != 1) {
@@ -100,13 +152,12 @@ tls_context::tls_context(const node_options& node)
     }
   }
   if (!o.ca_dir.empty()) {
-    // OpenSSL looks certificates up in the directory only when it verifies:
-    // check here that it is one.
+    // Read whole now (add_directory): a CA added to the directory later is
+    // seen by the next Redsync, not by this one.
     std::error_code ec;
     if (!std::filesystem::is_directory(o.ca_dir, ec)) bad_file("ca_dir", o.ca_dir, "is not a directory");
-    if (SSL_CTX_load_verify_locations(ctx_, nullptr, o.ca_dir.c_str()) != 1) {
-      bad_file("ca_dir", o.ca_dir, openssl_errors());
-    }
+    if (add_directory(SSL_CTX_get_cert_store(ctx_), o.ca_dir) == 0)
+      bad_file("ca_dir", o.ca_dir, "no PEM CA certificate in any of its files");
   }
   if (!o.cert_file.empty()) {
     require_readable_file("cert_file", o.cert_file);
@@ -175,7 +226,9 @@ tls_session::~tls_session() {
 
 void tls_session::fail_from_queue(const char* during) {
   const unsigned long first = ERR_peek_error();
-  const long verdict = SSL_get_verify_result(ssl_);
+  // Without verification OpenSSL still records the chain's verdict: it is
+  // not the cause of a failure then.
+  const long verdict = context_.verifies() ? SSL_get_verify_result(ssl_) : X509_V_OK;
   std::string queue = openssl_errors();
   if (verdict != X509_V_OK) {
     error_ = fmt::format("certificate verify failed: {}", X509_verify_cert_error_string(verdict));

@@ -163,12 +163,14 @@ TEST_SUITE("line") {
     cluster c(5);
     prime_records(c.uris());
     const auto name = unique_name("cut-off");
-    const std::string nowhere = "redis://127.0.0.1:1";  // nothing listens: refused at once
+    // Nothing listens on these ports: refused at once. Distinct ones, as a
+    // node list may not name one server twice.
+    const auto nowhere = [](int port) { return "redis://127.0.0.1:" + std::to_string(port); };
     auto u = c.uris();
     // B reaches only nodes 0 and 1, C only node 2; both wait for the lock.
     redsync::Redsync healthy(u, fresh_nodes());
-    redsync::Redsync cut_b({u[0], u[1], nowhere, nowhere, nowhere}, fresh_nodes());
-    redsync::Redsync cut_c({nowhere, nowhere, u[2], nowhere, nowhere}, fresh_nodes());
+    redsync::Redsync cut_b({u[0], u[1], nowhere(1), nowhere(2), nowhere(3)}, fresh_nodes());
+    redsync::Redsync cut_c({nowhere(1), nowhere(2), u[2], nowhere(3), nowhere(4)}, fresh_nodes());
     auto holder = healthy.new_mutex(name, {.expiry = 10s});
     REQUIRE(holder.lock(redsync::context{}).ok());
 

@@ -4,6 +4,8 @@
 // and the files read at construction.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "transport/event_loop.hpp"
 #include "transport/node_pool.hpp"
 
@@ -144,6 +146,40 @@ TEST_CASE("a CA directory in OpenSSL's hashed layout verifies the server") {
   tls_pool pool(n);
   const command_result r = pool.call({"PING"});
   CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+}
+
+TEST_CASE("a CA directory is read whole at construction: no certificate file is read while connecting") {
+  // OpenSSL reads a hashed directory lazily, during verification, which
+  // would be file I/O on the loop thread. Emptying the directory after
+  // construction proves nothing is read from it later.
+  test_ca ca;
+  auto server = tls_server(ca);
+  const std::string copy = ca.dir() + "/ca-copy";
+  std::filesystem::copy(ca.ca_dir(), copy);
+  node_options n = tls_node(*server, "");
+  n.tls.ca_dir = copy;
+  tls_pool pool(n);
+  std::filesystem::remove_all(copy);
+  const command_result r = pool.call({"PING"});
+  CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+}
+
+TEST_CASE("an encrypted private key is a config error naming the file, not a pass-phrase prompt") {
+  test_ca ca;
+  const issued_cert a = ca.issue(cert_request{.name = "enc"});
+  const std::string encrypted = ca.dir() + "/enc-encrypted.key";
+  REQUIRE(std::system(("openssl pkey -in '" + a.key_file + "' -aes256 -passout pass:secret -out '" +
+                       encrypted + "' </dev/null 2>/dev/null")
+                          .c_str()) == 0);
+  node_options n;
+  n.port = 6380;
+  n.tls.enabled = true;
+  n.tls.ca_file = ca.ca_file();
+  n.tls.cert_file = a.cert_file;
+  n.tls.key_file = encrypted;
+  const std::string m = construction_error(n);
+  CHECK_MESSAGE(contains(m, "node_options.tls.key_file = \"" + encrypted + "\""), m);
+  CHECK_MESSAGE(contains(m, "encrypted"), m);
 }
 
 TEST_CASE("the name checked can differ from the host: server_name, or a DNS host name") {
