@@ -1,6 +1,7 @@
-// The Lua sources of the lock scripts (acquire, release, leave, extend,
-// check), each script's SHA1 (computed once), and the keys and channel
-// derived from a lock name. The node record's scripts are in
+// The Lua sources of the lock scripts that read or write a waiting line
+// (acquire, release, leave), each script's SHA1 (computed once), and the
+// keys and channel derived from a lock name. The holder's extend and check
+// are in holder_scripts.cpp, the node record's scripts in
 // record_scripts.cpp.
 
 #include "redlock/scripts.hpp"
@@ -140,54 +141,6 @@ if mine > 0 then
   return 1
 end
 return 0
-)lua";
-
-// Compare-and-PEXPIRE, optionally re-creating missing keys (never
-// overwriting another holder's value). A key a release reserved for a
-// waiter (its value starts with a NUL byte) reads as missing, as in the
-// release, and is never re-created over.
-constexpr std::string_view extend_source = R"lua(
-local values, missing, reserved = {}, 0, false
-for i = 1, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if v == false then
-    missing = missing + 1
-  elseif string.byte(v, 1) == 0 then
-    reserved = true
-  elseif v ~= ARGV[1] then
-    return -1
-  end
-  values[i] = v
-end
-if reserved or (missing > 0 and ARGV[3] ~= '1') then
-  return 0
-end
-for i = 1, #KEYS do
-  if values[i] then
-    redis.call('PEXPIRE', KEYS[i], ARGV[2])
-  else
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  end
-end
-return 1
-)lua";
-
-// Read-only ownership check, three-way like the others (a reservation
-// reads as missing).
-constexpr std::string_view check_source = R"lua(
-local missing = 0
-for i = 1, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if v == false or string.byte(v, 1) == 0 then
-    missing = missing + 1
-  elseif v ~= ARGV[1] then
-    return -1
-  end
-end
-if missing > 0 then
-  return 0
-end
-return 1
 )lua";
 
 // SET NX on every name and the node's fencing counter in one atomic step.
@@ -390,16 +343,8 @@ std::string release_channel(std::string_view name) {
   return "redsync:release:" + std::string(name);
 }
 
-const lua_script& check_script() {
-  return cached_script<check_source>();
-}
-
 const lua_script& release_script() {
   return line_script<release_head, release_body>();
-}
-
-const lua_script& extend_script() {
-  return cached_script<extend_source>();
 }
 
 }  // namespace redsync::detail
