@@ -57,6 +57,7 @@ void connection::drop(const std::string& error) {
   uv_idle_stop(&flush_idle_);
   detach_socket();
   state_ = state::disconnected;
+  if (on_drop_) on_drop_(error);
   const auto now = clock::now();
   for (auto& [done, sent_at] : failed) {
     command_result r;

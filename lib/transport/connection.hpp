@@ -67,6 +67,13 @@ class connection {
   using push_handler = std::function<void(reply&&)>;
   void set_push_handler(push_handler handler) { push_ = std::move(handler); }
 
+  // Told when a connected socket is dropped (the server closed it, a write
+  // or read failed, it stalled), with the reason, before the callbacks of
+  // the commands it fails run. Not for failed connect attempts (those go to
+  // the connect_listener) nor for close().
+  using drop_listener = std::function<void(const std::string& error)>;
+  void set_drop_listener(drop_listener listener) { on_drop_ = std::move(listener); }
+
   // Starts a connect attempt; only when disconnected. Never completes inline.
   void connect();
   // Queues a command (or `replies` commands back to back, answered as one:
@@ -131,6 +138,7 @@ class connection {
   connection_config config_;
   connect_listener listener_;
   push_handler push_;
+  drop_listener on_drop_;
   state state_ = state::disconnected;
 
   uv_timer_t connect_timer_{};

@@ -61,13 +61,15 @@ struct node_pool::impl {
   clock::time_point retry_at{};
   std::string last_error;
 
-  // Observability: whether the node is up as far as connects tell, and
-  // which connections have been up before (a connect there is a reconnect).
+  // Observability: whether the node is up (some connection is), which
+  // connections are up now, and which have been up before (a connect there
+  // is a reconnect).
   enum class health { unknown, up, down };
   pool_listener listener;
   health node_health = health::unknown;
   bool ever_up = false;
   std::vector<bool> slot_was_up;
+  std::vector<bool> slot_up;
 
   state st = state::open;
   std::size_t closing_left = 0;
@@ -121,6 +123,7 @@ struct node_pool::impl {
     if (!c) {
       c = std::make_unique<connection>(
           loop, config, [this, slot](const std::string* error) { on_connect_result(slot, error); });
+      c->set_drop_listener([this, slot](const std::string& error) { on_connection_health(slot, &error); });
     }
     return *c;
   }
@@ -131,10 +134,15 @@ struct node_pool::impl {
 
   // Connection events, once per change: unreachable once per outage, a
   // reconnect when the node was down or this connection had been up.
+  // A failed connect or a dropped connection makes the node unreachable
+  // only when no other connection to it is up (pool_size > 1).
   void on_connection_health(std::size_t slot, const std::string* error) {
     if (slot_was_up.size() < size) slot_was_up.resize(size, false);
+    if (slot_up.size() < size) slot_up.resize(size, false);
     if (error != nullptr) {
-      if (node_health != health::down) {
+      slot_up[slot] = false;
+      const bool any_up = std::find(slot_up.begin(), slot_up.end(), true) != slot_up.end();
+      if (!any_up && node_health != health::down) {
         node_health = health::down;
         report(pool_event::unreachable, *error);
       }
@@ -144,6 +152,7 @@ struct node_pool::impl {
     const bool again = slot_was_up[slot];
     node_health = health::up;
     slot_was_up[slot] = true;
+    slot_up[slot] = true;
     if (!ever_up) {
       ever_up = true;
       report(pool_event::connected, {});

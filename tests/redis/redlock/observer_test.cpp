@@ -254,6 +254,23 @@ TEST_SUITE("observer") {
     CHECK(s.nodes[1].unreachable == 1);
   }
 
+  TEST_CASE(
+      "a node killed while nothing is sent to it is reported unreachable at once, not at the next call") {
+    cluster c(3);
+    auto rec = std::make_shared<recorder>();
+    redsync::Redsync rs(c.uris(), observed(rec));
+    auto m = rs.new_mutex(unique_name("obs:idle-kill"));
+    REQUIRE(m.lock(redsync::context::timeout(5s)));
+    REQUIRE(m.unlock(redsync::context::timeout(5s)));
+    REQUIRE(rs.stats().nodes[2].connected);
+    c[2].kill();
+    // No call: the dropped connection alone must say so.
+    CHECK(wait_until([&] { return !rs.stats().nodes[2].connected; }, 5s));
+    CHECK(rs.stats().nodes[2].unreachable == 1);
+    CHECK(rec->find_node(2, redsync::node_state::unreachable, 0) >= 0);
+    CHECK(rs.stats().nodes[0].connected);
+  }
+
   TEST_CASE("a node whose connections keep dropping is reported reconnected each time, then as a storm") {
     cluster c(3);
     tcp_proxy proxy(c[0].port());
@@ -278,7 +295,9 @@ TEST_SUITE("observer") {
                       "reconnect storm: node " + via_proxy + " reconnected 5 times within 60 s"));
     const auto s = rs.stats();
     CHECK(s.nodes[0].reconnects == 5);
-    CHECK(s.nodes[0].unreachable == 0);  // the node never refused a connection: drops, not an outage
+    // Each drop left the node with no connection up: unreachable until the
+    // next connect, which was a reconnect.
+    CHECK(s.nodes[0].unreachable == 5);
     CHECK(s.nodes[1].reconnects == 0);
     std::size_t reconnected = 0;
     for (long k = 0;
