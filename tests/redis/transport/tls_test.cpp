@@ -2,7 +2,11 @@
 // test: verified connections, every way verification fails (with OpenSSL's
 // reason as the node's error), mutual TLS, a server frozen mid-handshake,
 // and the files read at construction.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -13,11 +17,14 @@
 #include <redsync/redsync.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_client.hpp"
@@ -106,6 +113,70 @@ std::string construction_error(const node_options& node) {
   return {};
 }
 
+// A TCP peer that is no TLS server, for what a real one cannot be made to
+// do on demand: it accepts one connection, reads the ClientHello, then
+// either closes at once or sends the first bytes of a record and nothing
+// more (a server stuck mid-handshake after its first flight began).
+class raw_peer {
+ public:
+  enum class action { close_after_hello, partial_record };
+
+  explicit raw_peer(action what) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listen_fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listen_fd_, 4) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, what] {
+      const int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      char buf[4096];
+      (void)::read(fd, buf, sizeof buf);  // the ClientHello
+      if (what == action::partial_record) {
+        // A handshake record header announcing 16 KB, then silence.
+        const unsigned char header[] = {0x16, 0x03, 0x03, 0x40, 0x00, 0x02};
+        (void)::write(fd, header, sizeof header);
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [this] { return done_; });
+      }
+      ::close(fd);
+    });
+  }
+  ~raw_peer() {
+    {
+      std::lock_guard lk(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+node_options tls_node_at(int port, const std::string& ca_file) {
+  node_options n;
+  n.host = "127.0.0.1";
+  n.port = port;
+  n.tls.enabled = true;
+  n.tls.ca_file = ca_file;
+  return n;
+}
+
 }  // namespace
 
 TEST_SUITE_BEGIN("tls");
@@ -146,6 +217,46 @@ TEST_CASE("a CA directory in OpenSSL's hashed layout verifies the server") {
   tls_pool pool(n);
   const command_result r = pool.call({"PING"});
   CHECK_MESSAGE(r.status == transport_status::ok, r.error);
+}
+
+TEST_CASE("a peer that stops after the first bytes of its handshake fails within the connect timeout") {
+  test_ca ca;
+  raw_peer peer(raw_peer::action::partial_record);
+  redsync_options o;
+  o.connect_timeout = 300ms;
+  tls_pool pool(tls_node_at(peer.port(), ca.ca_file()), o);
+  const auto start = steady_clock::now();
+  const command_result r = pool.call({"PING"}, 5000ms);
+  const auto took = steady_clock::now() - start;
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "within the connect timeout (300 ms)"), r.error);
+  CHECK(took < 3s);
+}
+
+TEST_CASE("a peer that closes during the handshake fails the connect at once, saying so") {
+  test_ca ca;
+  raw_peer peer(raw_peer::action::close_after_hello);
+  redsync_options o;
+  o.connect_timeout = 5000ms;
+  tls_pool pool(tls_node_at(peer.port(), ca.ca_file()), o);
+  const auto start = steady_clock::now();
+  const command_result r = pool.call({"PING"}, 8000ms);
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "TLS"), r.error);
+  CHECK(steady_clock::now() - start < 3s);  // not the 5 s connect timeout
+}
+
+TEST_CASE("a plaintext redis-server behind a TLS node fails the connect with an error, not a hang") {
+  test_ca ca;
+  redis_server plain;
+  redsync_options o;
+  o.connect_timeout = 2000ms;
+  tls_pool pool(tls_node_at(plain.port(), ca.ca_file()), o);
+  const auto start = steady_clock::now();
+  const command_result r = pool.call({"PING"}, 5000ms);
+  CHECK(r.status == transport_status::unreachable);
+  CHECK_MESSAGE(contains(r.error, "TLS"), r.error);
+  CHECK(steady_clock::now() - start < 4s);
 }
 
 TEST_CASE("a CA directory is read whole at construction: no certificate file is read while connecting") {
