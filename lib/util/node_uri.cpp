@@ -117,6 +117,17 @@ class node_uri_parser {
     // '/', '?', '#' or ':' even when it should have been percent-encoded
     // (and an '@' in a TLS parameter's value must be: %40).
     if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+      // "rediss://h:6380?ca=/etc/ca@v2.pem": the '@' belongs to a parameter
+      // value, and reading "h:6380?ca=/etc/ca" as user info would drop the
+      // parameter silently. A '?' then a parameter name means just that.
+      if (const std::size_t q = rest.substr(0, at).find('?'); tls && q != std::string_view::npos) {
+        const std::string_view after = rest.substr(q + 1, at - q - 1);
+        for (const std::string_view name : {"ca=", "ca_dir=", "cert=", "key=", "server_name=", "insecure="}) {
+          if (after.starts_with(name))
+            fail("an '@' in the value of the parameter \"{}\" must be written %40",
+                 name.substr(0, name.size() - 1));
+        }
+      }
       parse_credentials(rest.substr(0, at));
       rest.remove_prefix(at + 1);
     }

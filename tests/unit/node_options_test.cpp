@@ -208,6 +208,15 @@ TEST_CASE("rediss:// query parameters set every TLS field, percent-decoded") {
   CHECK(node_options::parse("rediss://h:1?insecure=1").tls.insecure_skip_verify);
 }
 
+TEST_CASE("a raw '@' in a rediss:// parameter value is rejected, naming the parameter and %40") {
+  const std::string m = parse_error("rediss://redis.internal:6380?ca=/etc/ca@v2.pem");
+  CHECK_MESSAGE(
+      m.find("an '@' in the value of the parameter \"ca\" must be written %40") != std::string::npos, m);
+  CHECK(parse_error("rediss://h?server_name=a@b").find("\"server_name\"") != std::string::npos);
+  // A password may still hold a raw '?' that is no parameter.
+  CHECK(node_options::parse("rediss://u:p?x@h:6380").password == "p?x");
+}
+
 TEST_CASE("an unknown rediss:// query parameter is rejected and named") {
   const std::string m = parse_error("rediss://h:6380?ca=/ca.pem&sni=x");
   CHECK(m.find("unknown query parameter \"sni\"") != std::string::npos);
