@@ -296,17 +296,37 @@ std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const 
       {"tls-ca", "ca"},   {"tls-ca-dir", "ca_dir"},           {"tls-cert", "cert"},
       {"tls-key", "key"}, {"tls-server-name", "server_name"}, {"tls-insecure", "insecure"}};
   std::vector<std::pair<std::string_view, std::string>> given;
+  std::vector<std::pair<const flag*, std::string>> raw;  // the flags as typed, for conflicts
   for (const flag& f : flags) {
     const std::string* v = args.last(f.option);
     if (v == nullptr) continue;
     if (f.param != "insecure" && v->empty()) throw usage_error(fmt::format("--{}: empty value", f.option));
     given.emplace_back(f.param, f.param == "insecure" ? std::string("true") : query_encode(*v));
+    raw.emplace_back(&f, f.param == "insecure" ? std::string("true") : *v);
   }
   if (given.empty()) return uris;
   bool any_tls = false;
   for (auto& uri : uris) {
     if (!is_rediss(uri)) continue;
     any_tls = true;
+    // A URI that already sets a parameter (one inherited through
+    // REDSYNC_NODES from an outer redsync, say) keeps it; an option that
+    // says otherwise is an error, never silently ignored.
+    const node_options as_given = node_options::parse(uri);
+    for (const auto& [f, value] : raw) {
+      if (!sets_param(uri, f->param)) continue;
+      const tls_options& t = as_given.tls;
+      const std::string in_uri = f->param == "ca"            ? t.ca_file
+                                 : f->param == "ca_dir"      ? t.ca_dir
+                                 : f->param == "cert"        ? t.cert_file
+                                 : f->param == "key"         ? t.key_file
+                                 : f->param == "server_name" ? t.server_name
+                                 : t.insecure_skip_verify    ? "true"
+                                                             : "false";
+      if (in_uri != value)
+        throw usage_error(fmt::format("--{} \"{}\" conflicts with {}={} in the URI of node {}", f->option,
+                                      value, f->param, in_uri, as_given.address()));
+    }
     for (const auto& [param, value] : given) {
       if (sets_param(uri, param)) continue;
       uri += fmt::format("{}{}={}", sets_any_query(uri) ? "&" : "?", param, value);

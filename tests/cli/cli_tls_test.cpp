@@ -89,5 +89,18 @@ TEST_SUITE("cli") {
     CHECK(missing.status == usage_status);
     CHECK(contains(missing.err,
                    "--tls-ca (ca=): \"" + dir.file("missing.pem") + "\" cannot be read: No such file"));
+
+    // A URI that already sets the parameter (inherited through
+    // REDSYNC_NODES, say) is never overridden in silence.
+    auto conflict =
+        run_cli({"ping", "--nodes=rediss://127.0.0.1:7001?ca=/a.pem", "--tls-ca", "/b.pem"}, dir.path(), 10s);
+    INFO(show(conflict));
+    CHECK(conflict.status == usage_status);
+    CHECK(contains(conflict.err,
+                   "--tls-ca \"/b.pem\" conflicts with ca=/a.pem in the URI of node 127.0.0.1:7001"));
+    auto insecure =
+        run_cli({"ping", "--nodes=rediss://127.0.0.1:7001?insecure=true", "--tls-insecure"}, dir.path(), 10s);
+    INFO(show(insecure));
+    CHECK(insecure.status != usage_status);  // the same setting twice is no conflict
   }
 }
