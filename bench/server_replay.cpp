@@ -67,7 +67,8 @@ std::string read_file(const char* path) {
   return s.str();
 }
 
-std::string evalsha(const lua_script& s, std::vector<std::string_view> keys, std::vector<std::string_view> args) {
+std::string evalsha(const lua_script& s, std::vector<std::string_view> keys,
+                    std::vector<std::string_view> args) {
   round_trip(*encode_command({"SCRIPT", "LOAD", s.source}), 1);
   return *make_script_call(s, keys, args).evalsha;
 }
@@ -102,7 +103,9 @@ int main(int argc, char** argv) {
   }
   const lua_script peer_acquire{peer_acquire_source, sha1_hex(peer_acquire_source)};
   const lua_script peer_release{peer_release_source, sha1_hex(peer_release_source)};
-  const auto ours_release = [&] { return evalsha(release_script(), {name, line, leases}, {value, "650", channel}); };
+  const auto ours_release = [&] {
+    return evalsha(release_script(), {name, line, leases}, {value, "650", channel});
+  };
 
   std::string acquire, release;
   int acquire_replies = 1;
@@ -121,7 +124,8 @@ int main(int argc, char** argv) {
   } else if (workload == "tx_guard") {
     acquire = multi + set_nx + fence + guard + exec, acquire_replies = 5, release = del;
   } else if (workload == "ours_acquire") {
-    acquire = *encode_fast_acquire(name, value, expiry), acquire_replies = fast_acquire_replies, release = del;
+    acquire = *encode_fast_acquire(name, value, expiry), acquire_replies = fast_acquire_replies,
+    release = del;
   } else if (workload == "ours_release") {
     acquire = set_nx, release = ours_release();
   } else if (workload == "ours") {
@@ -132,7 +136,8 @@ int main(int argc, char** argv) {
                       {value, expiry, "1700000000000000", "2400", "0", "650"});
     release = ours_release();
   } else if (argc == 6 && workload == "peer") {
-    acquire = evalsha(peer_acquire, {name}, {value, expiry}), release = evalsha(peer_release, {name}, {value});
+    acquire = evalsha(peer_acquire, {name}, {value, expiry}),
+    release = evalsha(peer_release, {name}, {value});
   } else if (argc == 6 && workload == "peer_acquire") {
     acquire = evalsha(peer_acquire, {name}, {value, expiry}), release = del;
   } else if (argc == 6 && workload == "peer_release") {
