@@ -4,10 +4,12 @@
 // and the files read at construction.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "transport/event_loop.hpp"
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -288,7 +291,23 @@ TEST_CASE("an encrypted private key is a config error naming the file, not a pas
   n.tls.ca_file = ca.ca_file();
   n.tls.cert_file = a.cert_file;
   n.tls.key_file = encrypted;
+  // OpenSSL's default would ask for the pass phrase on the terminal, and
+  // write its prompt to stderr where there is none: watch stderr.
+  const std::string captured = ca.dir() + "/stderr.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  const int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(saved >= 0);
+  REQUIRE(file >= 0);
+  ::dup2(file, STDERR_FILENO);
   const std::string m = construction_error(n);
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(file);
+  std::ifstream in(captured);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(written.find("pass phrase") == std::string::npos, written);
   CHECK_MESSAGE(contains(m, "node_options.tls.key_file = \"" + encrypted + "\""), m);
   CHECK_MESSAGE(contains(m, "encrypted"), m);
 }
