@@ -309,7 +309,9 @@ class node_uri_parser {
       } else if (value == "true" || value == "1") {
         t.insecure_skip_verify = true;
       } else if (value != "false" && value != "0") {
-        fail("query parameter insecure = \"{}\": expected true or false", printable(value));
+        // The value as written, through the redaction: it is the URI's own
+        // text, which may hold a password elsewhere.
+        fail("query parameter insecure = \"{}\": expected true or false", shown(item.substr(eq + 1)));
       }
       if (amp == std::string_view::npos) break;
       query.remove_prefix(amp + 1);
