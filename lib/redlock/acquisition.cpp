@@ -54,31 +54,35 @@ class acquisition final : public mutex_operation, public release_listener::waite
         blocking_(blocking),
         value_(std::move(value)) {}
 
-  // Waiting line: the lock was released and we are next in line: try now
-  // instead of sleeping out the retry delay.
-  void on_release(std::string_view next_in_line) override {
+  // Waiting line: a node reserved the lock for us. Once a quorum of nodes
+  // has, try now instead of sleeping out the wait: one attempt per
+  // hand-over, not one that races the release across the nodes and wins a
+  // minority. With our own attempt in flight, the wake-ups are counted for
+  // after it (after_failed_attempt).
+  void on_release(std::size_t node, std::string_view next_in_line) override {
     if (finished() || next_in_line != value_) return;
-    if (in_round_ || waiting_for_survey_ || !retry_timer_) {
-      // Our own attempt is in flight and may have raced the release: if it
-      // fails, try again at once rather than sleeping through the delay.
-      woken_ = true;
-      return;
-    }
+    if (!line_->on_release(node)) return;
+    if (in_round_ || waiting_for_survey_ || !retry_timer_) return;
     retry_timer_->stop();
     attempt();
   }
 
   // Waiting line: once per wait, one look closes the gap between our
-  // refusal and the subscription (every node confirms; once is enough).
+  // refusal and the subscription (every node confirms; once is enough): a
+  // release in that gap was not heard.
   void on_subscribed() override {
     if (looked_after_subscribing_) return;
-    if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_ || !line_->first()) return;
+    if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_) return;
     looked_after_subscribing_ = true;
     retry_timer_->stop();
     attempt();
   }
 
  private:
+  milliseconds until_try_due(clock::time_point now) const {
+    return now >= try_due_ ? milliseconds::zero() : duration_cast<milliseconds>(try_due_ - now);
+  }
+
   std::shared_ptr<acquisition> self() { return std::static_pointer_cast<acquisition>(shared_from_this()); }
 
   // Not reentrant: a second acquisition by the same holder would replace
@@ -95,18 +99,21 @@ class acquisition final : public mutex_operation, public release_listener::waite
     attempt();
   }
 
+  // A try (of `tries`) is counted at most once per retry delay: attempts in
+  // between (a wake-up, a waiter refreshing its place in line) are free.
+  // The delay is chosen when a try starts, so the lease we take in the
+  // waiting line covers the wait after it.
   void attempt() {
-    ++attempts_;
-    // The delay before the next attempt is chosen now, so the lease we take
-    // in the waiting line covers it.
-    next_delay_ = milliseconds::zero();
-    if (attempts_ < max_tries_)
-      next_delay_ =
-          st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
-    const auto line = line_->args_for_attempt(next_delay_);
-    st_->acquire_call =
-        make_script_call(acquire_script(), st_->acquire_keys,
-                         {value_, st_->expiry_ms, line.arrival, line.lease_ms, line.wait, line.claim_ms});
+    const auto now = clock::now();
+    if (attempts_ == 0 || now >= try_due_) {
+      ++attempts_;
+      retry_delay_ = milliseconds::zero();
+      if (attempts_ < max_tries_)
+        retry_delay_ =
+            st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
+      try_due_ = now + retry_delay_;
+    }
+    line_->prepare_attempt(until_try_due(now));
     // Restart guard: the first acquisition of this Redsync waits until every
     // node's record was looked at; later ones go at once.
     waiting_for_survey_ = true;
@@ -121,13 +128,21 @@ class acquisition final : public mutex_operation, public release_listener::waite
     line_->on_attempt_sent();
     attempt_start_ = clock::now();
     in_round_ = true;
-    round_spec spec = mutex_round(*st_, st_->acquire_call, classify_acquire, answer_awaited());
-    if (attempts_ == 1 && fast_wire_) spec.send = fast_sender(std::move(spec.send));
+    round_spec spec = mutex_round(*st_, line_->call_for(0), classify_acquire);
+    spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, node_pool& pool,
+                                                           command_callback done) {
+      acquisition& a = *self;
+      send_script(a.eng_.script_mode(), pool, a.st_->route, a.line_->call_for(i), a.st_->timeout,
+                  std::move(done), wanted);
+    };
+    if (!sent_an_attempt_ && fast_wire_) spec.send = fast_sender(std::move(spec.send));
+    sent_an_attempt_ = true;
     // Restart guard: a yes from a node whose vote does not count yet is
     // reported as `excluded` and not counted.
-    spec.exclude_yes = [e = &eng_, expiry = st_->opts.expiry](std::size_t i, const reply& r,
-                                                              std::string& why) {
-      return e->trust().exclude_yes(i, r, expiry, why);
+    spec.exclude_yes = [self = self(), expiry = st_->opts.expiry](std::size_t i, const reply& r,
+                                                                  std::string& why) {
+      self->line_->on_won(i, acquire_answer_in_line(r));
+      return self->eng_.trust().exclude_yes(i, r, expiry, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
   }
@@ -180,7 +195,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
             left <= microseconds::zero())
           return done(std::move(r));
         send_script(
-            a.eng_.script_mode(), pool, a.st_->route, a.st_->acquire_call, left,
+            a.eng_.script_mode(), pool, a.st_->route, a.line_->call_for(i), left,
             [first = r.latency, done = std::move(done)](command_result&& joined) {
               joined.latency += first;
               done(std::move(joined));
@@ -222,13 +237,16 @@ class acquisition final : public mutex_operation, public release_listener::waite
     st_->mark_acquired(attempt_start_ + st_->opts.expiry - st_->drift,
                        fencing_token{static_cast<std::uint64_t>(token)});
     if (st_->wd) st_->wd->start(attempt_start_);
-    line_->leave(true, last_);
+    // Confirmed: only now do we leave the lines (rule L).
+    line_->leave();
     finish({});
   }
 
   // Redlock step 5: undo a failed attempt. Nodes that answered "taken" did
   // not apply our SET and need nothing. Nodes that said yes (counted or
-  // excluded) get a release we wait for (they are responsive, so this costs
+  // excluded) get an undo we wait for (the release script keeping our place
+  // in line: a name we won as the head goes back to being reserved for us,
+  // never to the waiter behind us; scripts.hpp, rule U) (they are responsive, so this costs
   // one round trip). Nodes that timed out, dropped, or were not awaited may
   // still apply the SET later: they get a release too, on the same
   // connection, so the server runs it after the SET; we do not wait for
@@ -250,13 +268,13 @@ class acquisition final : public mutex_operation, public release_listener::waite
         case node_status::timeout:
         case node_status::unreachable:
         case node_status::not_awaited:
-        case node_status::reply_error: send_release_unawaited(*st_, i); break;
+        case node_status::reply_error: send_undo_unawaited(*st_, i); break;
         default: break;
       }
     }
     if (!any_awaited) return after_failed_attempt();
     in_round_ = true;
-    round_spec spec = release_round(*st_);
+    round_spec spec = undo_round(*st_);
     spec.fail_fast = false;
     spec.excluded = std::move(skip);
     run_round(eng_, std::move(spec), [self = self()](tally&&) {
@@ -270,17 +288,20 @@ class acquisition final : public mutex_operation, public release_listener::waite
   void after_failed_attempt() {
     if (transaction_refused_ && !retried_with_script_) {
       // The failed attempt's release went out on each node's connection
-      // before this retry, so it runs first there.
+      // before this retry, so it runs first there. It does not count as a
+      // try.
       retried_with_script_ = true;
       --attempts_;
+      try_due_ = clock::time_point{};
       return attempt();
     }
     if (attempts_ >= max_tries_) return finish(failure_);
     line_->listen(this);
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    const auto delay = woken_ ? microseconds::zero() : duration_cast<microseconds>(next_delay_);
-    woken_ = false;
-    retry_timer_->start(delay, [this] { attempt(); });
+    // Wake-ups heard during the attempt: if they opened a quorum, at once.
+    const auto delay =
+        line_->quorum_open() ? milliseconds::zero() : line_->wait_after(until_try_due(clock::now()));
+    retry_timer_->start(duration_cast<microseconds>(delay), [this] { attempt(); });
   }
 
   // Deadline, cancellation or shutdown: with a round in flight our SET may
@@ -296,7 +317,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     }
     if (!line_) return;
     line_->stop_listening(this);
-    if (why != errc{}) line_->leave(false, last_);
+    if (why != errc{}) line_->leave();
   }
 
   // Observability: counters and the observer's on_acquire (telemetry.hpp).
@@ -311,9 +332,10 @@ class acquisition final : public mutex_operation, public release_listener::waite
   std::optional<waiting_line> line_;  // from start(): the arrival is taken when our turn comes
   loop_timer* retry_timer_ = nullptr;
   int max_tries_ = 1;
-  milliseconds next_delay_{0};
+  bool sent_an_attempt_ = false;  // the transaction is for the first attempt only
+  milliseconds retry_delay_{0};   // before the next counted try
+  clock::time_point try_due_{};   // when the next counted try is due
   bool waiting_for_survey_ = false;
-  bool woken_ = false;
   bool looked_after_subscribing_ = false;
   errc failure_ = errc::no_quorum;
   clock::time_point attempt_start_{};

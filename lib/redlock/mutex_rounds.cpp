@@ -29,6 +29,14 @@ round_spec release_round(const mutex_state& st) {
   return mutex_round(st, st.release_call, classify_three_way);
 }
 
+round_spec undo_round(mutex_state& st) {
+  return mutex_round(st, st.undo(), classify_three_way);
+}
+
+void send_undo_unawaited(mutex_state& st, std::size_t i) {
+  send_script(st.eng.script_mode(), st.eng.node(i), st.route, st.undo(), st.timeout, [](command_result&&) {});
+}
+
 round_sender retried_release_sender(mutex_state& st) {
   return [e = &st.eng, call = st.release_call, route = st.route, timeout = st.timeout,
           give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,

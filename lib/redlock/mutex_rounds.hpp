@@ -29,6 +29,14 @@ round_spec mutex_round(const mutex_state& st, const script_call& call, classify_
 // The round that releases the current value (st.release_call), sent once.
 round_spec release_round(const mutex_state& st);
 
+// The round that undoes a failed attempt of the current value (st.undo()),
+// sent once: what it won goes back to what the line's rules make of it,
+// and its place in line stays (scripts.hpp, rule U).
+round_spec undo_round(mutex_state& st);
+
+// The undo to node `i`, sent once, nobody waiting for the reply.
+void send_undo_unawaited(mutex_state& st, std::size_t i);
+
 // Sends the release of the current value, retried in the background while a
 // node does not answer (release_sender.cpp), until the key's expiry makes it
 // moot or the next acquisition starts. Not for the releases between

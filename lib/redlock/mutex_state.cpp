@@ -44,9 +44,8 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
       expiry_ms(std::to_string(opts.expiry.count())),
-      claim_ms(std::to_string(
-          (std::chrono::duration_cast<std::chrono::milliseconds>(timeout) + std::chrono::milliseconds{250})
-              .count())),
+      head_refresh(std::chrono::duration_cast<std::chrono::milliseconds>(timeout) +
+                   std::chrono::milliseconds{250}),
       line_keys(derive(names, line_key)),
       lease_keys(derive(names, lease_key)),
       channels(derive(names, release_channel)),
@@ -86,11 +85,21 @@ bool mutex_state::begin_acquisition(const std::string& v) {
     token = fencing_token{};
     lost = std::stop_source{};
   }
-  std::vector<std::string_view> args{v, claim_ms};
+  std::vector<std::string_view> args{v, "0"};
   args.insert(args.end(), channels.begin(), channels.end());
   release_call = make_script_call(release_script(), release_keys, args);
+  undo_call = {};    // built by the first failed attempt (most acquisitions have none)
   extend_call = {};  // built by the first extension of this acquisition
   return true;
+}
+
+const script_call& mutex_state::undo() {
+  if (!undo_call) {
+    std::vector<std::string_view> args{value, "1"};
+    args.insert(args.end(), channels.begin(), channels.end());
+    undo_call = make_script_call(release_script(), release_keys, args);
+  }
+  return undo_call;
 }
 
 void mutex_state::mark_acquired(clock::time_point valid_until, fencing_token t) {

@@ -42,9 +42,11 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;              // PX argument
-  // How long a head of the waiting line has to take a lock released to it:
-  // one command timeout plus the longest default retry delay.
-  const std::string claim_ms;
+  // The longest a head of the waiting line waits between two attempts (it
+  // refreshes its lease that often, so a head that crashed holds a free
+  // lock up for at most about three of these plus a second): one command
+  // timeout plus the longest default retry delay. waiting_line.hpp.
+  const std::chrono::milliseconds head_refresh;
   // Per name, in the order of `names`:
   const std::vector<std::string> line_keys;   // waiters for the name, oldest first
   const std::vector<std::string> lease_keys;  // each waiter's lease in that line
@@ -72,8 +74,8 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   // release stop then.
   std::uint64_t generation = 0;
   // Commands for `value`, built once per acquisition.
-  script_call acquire_call;
-  script_call release_call;
+  script_call release_call;  // the holder lets go, and leaves the lines
+  script_call undo_call;     // a failed attempt gives back what it won, keeping its place in line
   script_call extend_call;
   // Present when auto_extend is on.
   std::unique_ptr<watchdog> wd;
@@ -84,6 +86,8 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   // Loop thread. Starts an acquisition of `v`, unless the lock is still held
   // (false): stops the watchdog, resets the shared state, builds the release.
   bool begin_acquisition(const std::string& v);
+  // Loop thread. undo_call for the current value (built on first use).
+  const script_call& undo();
   // Loop thread. The acquisition succeeded: valid until `valid_until`.
   void mark_acquired(clock::time_point valid_until, fencing_token t);
   // There is a value to act on (and, `for_release`, not yet released).

@@ -57,7 +57,7 @@ void release_listener::ensure_connected(std::size_t i) {
   if (!link.conn) {
     link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_, tls_[i]},
                                              [](const std::string*) {});
-    link.conn->set_push_handler([this](reply&& r) { on_push(std::move(r)); });
+    link.conn->set_push_handler([this, i](reply&& r) { on_push(i, std::move(r)); });
   }
   if (link.conn->current_state() == connection::state::disconnected) {
     link.conn->connect();
@@ -103,7 +103,7 @@ void release_listener::send_to_all(std::string_view verb, const std::string& cha
   }
 }
 
-void release_listener::on_push(reply&& r) {
+void release_listener::on_push(std::size_t node, reply&& r) {
   // ["message", channel, payload]
   if (r.elements.size() < 3) return;
   auto it = channels_.find(r.elements[1].str);
@@ -114,7 +114,7 @@ void release_listener::on_push(reply&& r) {
     auto still = channels_.find(r.elements[1].str);
     if (still == channels_.end()) break;
     if (std::find(still->second.begin(), still->second.end(), w) == still->second.end()) continue;
-    w->on_release(r.elements[2].str);
+    w->on_release(node, r.elements[2].str);
   }
 }
 

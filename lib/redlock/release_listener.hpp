@@ -26,8 +26,9 @@ class release_listener {
  public:
   struct waiter {
     virtual ~waiter() = default;
-    // `next_in_line` is the value of the waiter the lock should go to.
-    virtual void on_release(std::string_view next_in_line) = 0;
+    // Node `node` reserved a name for the waiter whose value is
+    // `next_in_line`.
+    virtual void on_release(std::size_t node, std::string_view next_in_line) = 0;
     // A node confirmed the subscription. A release between the waiter's
     // last attempt and this moment was not heard: the head of the line
     // should look again.
@@ -58,7 +59,7 @@ class release_listener {
   void subscribe(std::size_t i, const std::string& channel);
   void send_to_all(std::string_view verb, const std::string& channel);
   void on_confirmed(const std::string& channel);
-  void on_push(reply&& r);
+  void on_push(std::size_t node, reply&& r);
   void on_maintenance();
 
   uv_loop_t* loop_;

@@ -49,10 +49,16 @@ node_status classify_fence(const reply& r) {
   return node_status::reply_error;
 }
 
+bool acquire_answer_in_line(const reply& r) {
+  return r.type == reply::kind::array && r.elements.size() == 5 &&
+         r.elements[4].type == reply::kind::integer && r.elements[4].integer == 1;
+}
+
 std::optional<acquire_vote> read_acquire_vote(const reply& r) {
   const bool well_formed =
-      r.type == reply::kind::array && r.elements.size() == 4 && r.elements[1].type == reply::kind::string &&
-      r.elements[2].type == reply::kind::integer && r.elements[3].type == reply::kind::integer;
+      r.type == reply::kind::array && (r.elements.size() == 4 || r.elements.size() == 5) &&
+      r.elements[1].type == reply::kind::string && r.elements[2].type == reply::kind::integer &&
+      r.elements[3].type == reply::kind::integer;
   if (!well_formed) return std::nullopt;
   acquire_vote v;
   v.record_identity = r.elements[1].str;

@@ -38,7 +38,11 @@ struct acquire_vote {
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
 };
 
-// nullopt unless the answer is {token, identity, age, window}, with the
+// The acquire script's yes says the caller is in a line on that node (its
+// fifth element; the transaction's yes has none: never in line).
+bool acquire_answer_in_line(const reply& r);
+
+// nullopt unless the answer is {token, identity, age, window[, in line]}, with the
 // window in 0..max_expiry as every client writes it (a record that says
 // otherwise is corrupt, and a node's vote must not rest on it).
 std::optional<acquire_vote> read_acquire_vote(const reply& r);

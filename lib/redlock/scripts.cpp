@@ -34,7 +34,11 @@ local function clock()
   end
   return now
 end
--- The oldest waiter of line i whose lease has not run out (expired ones go).
+local function is_reservation(v)
+  return v and string.sub(v, 1, #reserved_prefix) == reserved_prefix
+end
+-- The oldest waiter of line i whose lease has not run out (expired ones go:
+-- a waiter whose lease ran out is gone, and loses its place).
 local function live_head(i)
   while true do
     local first = redis.call('ZRANGE', line(i), 0, 0)[1]
@@ -48,61 +52,50 @@ local function live_head(i)
     redis.call('HDEL', leases(i), first)
   end
 end
--- Lets go of name i: reserves it for the live head of its line for the
--- claim window and announces the head on the name's channel, or deletes it
--- when nobody waits.
-local function pass_on(i, channel, claim_ms)
-  local head = nil
-  if redis.call('EXISTS', line(i)) == 1 then
-    head = live_head(i)
-    -- A head an earlier release already reserved the name for, whose claim
-    -- window passed without it coming (it vanished, or cannot reach us),
-    -- loses its place here, as in the acquire script's blocked branch.
-    -- Otherwise, under traffic that never runs that branch (try_lock and
-    -- first attempts win by SET NX once a reservation expired), every
-    -- release would reserve the name for it again until its lease ran out.
-    if head then
-      local had = redis.call('HMGET', leases(i), '\0reserved', '\0free')
-      if had[1] == head and had[2] and clock() - tonumber(had[2]) >= tonumber(claim_ms) then
-        redis.call('ZREM', line(i), head)
-        redis.call('HDEL', leases(i), head)
-        head = live_head(i)
-      end
-    end
+-- Reserves name i for waiter h for as long as the line lives (the line's
+-- TTL is at least every live waiter's lease), and tells h unless it is
+-- `quiet` (the caller itself). A node over its maxmemory refuses the SET
+-- (eval mode): the name is let go instead.
+local function reserve(i, h, channel, quiet)
+  local ttl = redis.call('PTTL', line(i))
+  if ttl < 1 then
+    ttl = 1
   end
-  -- A node over its maxmemory refuses the reservation's SET (eval mode):
-  -- the release still lets go, by deleting the name.
-  if head and redis.pcall('SET', KEYS[i], reserved_prefix .. head, 'PX', claim_ms).err then
+  if redis.pcall('SET', KEYS[i], reserved_prefix .. h, 'PX', ttl).err then
     redis.call('DEL', KEYS[i])
-  elseif head then
-    -- The head's claim window starts now: if it does not come, the next
-    -- waiter may take the name once the window has passed (acquire_body).
-    redis.pcall('HSET', leases(i), '\0free', clock(), '\0reserved', head)
-    redis.call('PUBLISH', channel, head)
-  else
-    redis.call('DEL', KEYS[i])
+  elseif h ~= quiet then
+    redis.call('PUBLISH', channel, h)
+  end
+end
+-- Restores rule R (scripts.hpp) on name i: a name no holder holds is
+-- reserved for the live head of its line, or free when nobody waits.
+local function settle(i, channel, quiet)
+  local v = redis.call('GET', KEYS[i])
+  if v and not is_reservation(v) then
+    return
+  end
+  local h = nil
+  if redis.call('EXISTS', line(i)) == 1 then
+    h = live_head(i)
+  end
+  if not h then
+    if v then
+      redis.call('DEL', KEYS[i])
+    end
+  elseif v ~= reserved_prefix .. h then
+    reserve(i, h, channel, quiet)
   end
 end
 )lua";
 
-// Compare-and-delete: only our value is ever deleted. The three-way answer
-// lets unlock tell "expired" (0) from "taken" (-1); a key reserved for a
-// waiter counts as expired (it is nobody's lock, and our own earlier release
-// may have reserved it).
-// KEYS = names (n), their waiting lines (n), their leases (n); ARGV = value,
-// claim window ms, then the release channel of each name (n).
-// For every name of ours whose line has a live waiter, the key is not
-// deleted but reserved for the head of the line for the claim window, and
-// the head is announced on the name's channel so it tries at once instead
-// of sleeping out its retry delay. While the key is reserved, a newcomer's
-// plain SET NX (the uncontended acquisition, fast_acquire.hpp) fails, so it
-// cannot overtake the line; a head that does not come within the claim
-// window lets the reservation expire.
 // The release's common case first: one name, ours, nobody waiting. It
 // skips the closures below, which cost each node about 1.5 µs per call
 // (measured warm with redis-cli --pipe: 3.4 against 2.0 µs per EVALSHA).
+// An undo (ARGV[2] = "1") never takes it: a caller that undoes an attempt
+// may be in the line.
 constexpr std::string_view release_head = R"lua(
-if #KEYS == 3 and redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('EXISTS', KEYS[2]) == 0 then
+if #KEYS == 3 and ARGV[2] == '0' and redis.call('GET', KEYS[1]) == ARGV[1] and
+   redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   return 1
 end
@@ -118,19 +111,32 @@ local n = #KEYS / 3
 local function line(i) return KEYS[n + i] end
 local function leases(i) return KEYS[2 * n + i] end
 )lua";
+
+// Release (ARGV[2] = "0"): the holder leaves every line it may still be in,
+// then lets go of each name holding its value, or reserved for it. Undo
+// (ARGV[2] = "1", a failed attempt): the caller keeps its place, and each
+// name holding its value goes back to what rule R makes of it: reserved for
+// the live head (the caller itself, if it is the head) or free.
 constexpr std::string_view release_body = R"lua(
-local reserved_for_us = reserved_prefix .. ARGV[1]
+local value = ARGV[1]
+local undo = ARGV[2] == '1'
+local reserved_for_us = reserved_prefix .. value
 local mine, foreign = 0, 0
 for i = 1, n do
+  if not undo then
+    redis.call('ZREM', line(i), value)
+    redis.call('HDEL', leases(i), value)
+  end
   local v = redis.call('GET', KEYS[i])
-  if v == ARGV[1] then
+  if v == value then
     mine = mine + 1
-    pass_on(i, ARGV[2 + i], ARGV[2])
+    redis.call('DEL', KEYS[i])
+    settle(i, ARGV[2 + i], value)
   elseif v == reserved_for_us then
-    -- A release reserved it for us while we were still in line, and we got
-    -- the lock elsewhere: not ours to report, but ours to pass on.
-    pass_on(i, ARGV[2 + i], ARGV[2])
-  elseif v and string.sub(v, 1, #reserved_prefix) ~= reserved_prefix then
+    if not undo then
+      settle(i, ARGV[2 + i], value)
+    end
+  elseif v and not is_reservation(v) then
     foreign = foreign + 1
   end
 end
@@ -143,23 +149,9 @@ end
 return 0
 )lua";
 
-// SET NX on every name and the node's fencing counter in one atomic step.
-// KEYS = names (n), the node record, waiting lines (n), leases (n).
-// ARGV = value, expiry ms, arrival (score), lease ms, "1" to wait in line,
-// claim window ms.
-// The lock goes to a caller that is at the head of every name's line (the
-// oldest waiter whose lease has not run out), or to anyone on names where
-// nobody waits. Every node orders a line by the same client-given arrival,
-// so nodes agree on the head and two waiters do not split the votes. A
-// waiter refreshes its lease on every attempt; one that vanished drops out
-// when its lease runs out. A head that leaves the lock free for longer than
-// the claim window (it crashed, or cannot reach the nodes) loses its place,
-// so a free lock is not held up for a whole lease.
-// Where we won: {token, the record's identity, ms since it was first seen
-// unverified for that identity (-1: never), the longest expiry any client
-// used here (raised to ours if ours is longer)}; the client decides from
-// these whether the node's vote counts (see node_trust.hpp). Else -2 (busy; caller is first in
-// every line), -1 (busy; others are ahead), or nil (busy; not waiting).
+// The acquisition: SET on every name and the node's fencing counter in one
+// atomic step, and the caller's place in the lines. See scripts.hpp for
+// KEYS, ARGV, the answers and the line's rules.
 constexpr std::string_view acquire_head = R"lua(
 local n = (#KEYS - 1) / 3
 local function line(i) return KEYS[n + 1 + i] end
@@ -168,92 +160,54 @@ local function leases(i) return KEYS[2 * n + 1 + i] end
 constexpr std::string_view acquire_body = R"lua(
 local record = KEYS[n + 1]
 local value = ARGV[1]
-local free, queued, blocked = true, {}, {}
+local mode = ARGV[5]
+-- Rule H: only the live head of every line the names have (or anyone, on
+-- names nobody waits for) may take them.
+local head_everywhere = true
+local in_line = 0
 for i = 1, n do
   if redis.call('EXISTS', line(i)) == 1 then
-    queued[i] = true
-    local head = live_head(i)
-    if head and head ~= value then
-      free = false
-      blocked[#blocked + 1] = i
+    local h = live_head(i)
+    if h == value then
+      in_line = 1
+    elseif h then
+      head_everywhere = false
     end
   end
 end
-if not free then
-  -- Held by a holder; a reservation is no holder, and the claim window of
-  -- the head it was made for runs from the release (pass_on's stamp).
-  local held = false
-  for i = 1, n do
-    local v = redis.call('GET', KEYS[i])
-    if v and string.byte(v, 1) ~= 0 then
-      held = true
-      break
+-- A name is open to us when it is free or reserved (for anyone: rule H
+-- already made us the one it is reserved for, in effect).
+local won = false
+if head_everywhere then
+  if n == 1 then
+    won = redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+    if not won and is_reservation(redis.call('GET', KEYS[1])) then
+      won = redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
     end
-  end
-  if not held then
-    -- The lock is free, yet a head has not taken it. Since when ("\0free"
-    -- in the leases) tells a head on its way from one that is gone.
-    free = true
-    for _, i in ipairs(blocked) do
-      local since = redis.call('HGET', leases(i), '\0free')
-      if not since then
-        redis.call('HSET', leases(i), '\0free', clock())
-        free = false
-      elseif clock() - tonumber(since) < tonumber(ARGV[6]) then
-        free = false
-      else
-        local head = live_head(i)
-        redis.call('ZREM', line(i), head)
-        redis.call('HDEL', leases(i), head)
-        redis.call('HSET', leases(i), '\0free', clock())
-        local next_head = live_head(i)
-        if next_head and next_head ~= value then
-          free = false
-        end
+  else
+    won = true
+    for i = 1, n do
+      local v = redis.call('GET', KEYS[i])
+      if v and not is_reservation(v) then
+        won = false
+        break
+      end
+    end
+    if won then
+      for i = 1, n do
+        redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
       end
     end
   end
 end
--- Name i is open to us when it is free, reserved for us (we are the head a
--- release found), or reserved for a waiter no longer in its line (gone,
--- or passed over after its claim window). A holder's value, or a
--- reservation for a waiter still in line, means busy.
-local mine_reserved = reserved_prefix .. value
-local function open_to_us(i)
-  local v = redis.call('GET', KEYS[i])
-  if not v or v == mine_reserved then
-    return true
-  end
-  if string.sub(v, 1, #reserved_prefix) ~= reserved_prefix then
-    return false
-  end
-  return not redis.call('ZSCORE', line(i), string.sub(v, #reserved_prefix + 1))
-end
-if free and n == 1 then
-  if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
-    free = open_to_us(1)
-    if free then
-      redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
-    end
-  end
-elseif free then
-  for i = 1, n do
-    if not open_to_us(i) then
-      free = false
-      break
-    end
-  end
-  if free then
+if won then
+  -- We stay in the lines until the acquisition is confirmed (rule L): if
+  -- it fails on the other nodes, the undo gives these names back to us.
+  if in_line == 1 then
     for i = 1, n do
-      redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
-    end
-  end
-end
-if free then
-  for i = 1, n do
-    if queued[i] then
-      redis.call('ZREM', line(i), value)
-      redis.call('HDEL', leases(i), value, '\0free', '\0reserved')
+      if redis.call('ZSCORE', line(i), value) then
+        redis.call('HSET', leases(i), value, clock() + tonumber(ARGV[4]))
+      end
     end
   end
   local token = redis.call('HINCRBY', record, 'fence', 1)
@@ -267,39 +221,65 @@ if free then
     window = tonumber(ARGV[2])
     redis.call('HSET', record, 'window', window)
   end
-  return {token, stamp[1] or '', age, window}
+  return {token, stamp[1] or '', age, window, in_line}
 end
-if ARGV[5] ~= '1' then
+if mode == '0' then
+  for i = 1, n do
+    settle(i, ARGV[6 + i], nil)
+  end
   return false
 end
+-- Join, or stay in, every line (rule A).
 local lease = tonumber(ARGV[4])
-local first_everywhere = true
+local evicted = false
 for i = 1, n do
-  redis.call('ZADD', line(i), 'NX', ARGV[3], value)
+  local score = redis.call('ZSCORE', line(i), value)
+  if not score and mode == '2' then
+    -- We were in this line and are not any more: our lease ran out (or the
+    -- node lost the line). Back of the line, at this attempt's time.
+    evicted = true
+    redis.call('ZADD', line(i), ARGV[6], value)
+  elseif not score then
+    redis.call('ZADD', line(i), ARGV[3], value)
+  elseif tonumber(score) < tonumber(ARGV[3]) then
+    -- Our arrival moved back (we were evicted elsewhere): never forward.
+    redis.call('ZADD', line(i), ARGV[3], value)
+  end
   redis.call('HSET', leases(i), value, clock() + lease)
-  redis.call('PEXPIRE', line(i), 2 * lease)
-  redis.call('PEXPIRE', leases(i), 2 * lease)
-  if redis.call('ZRANGE', line(i), 0, 0)[1] ~= value then
-    first_everywhere = false
+  if redis.call('PTTL', line(i)) < lease then
+    redis.call('PEXPIRE', line(i), lease)
+  end
+  if redis.call('PTTL', leases(i)) < lease then
+    redis.call('PEXPIRE', leases(i), lease)
   end
 end
-if first_everywhere then
-  return -2
+local first = true
+for i = 1, n do
+  if live_head(i) ~= value then
+    first = false
+  end
+  settle(i, ARGV[6 + i], value)
 end
-return -1
+local answer = -1
+if first then
+  answer = -2
+end
+if evicted then
+  answer = answer - 2
+end
+return answer
 )lua";
 
-// A waiter that gives up (or got the lock elsewhere) leaves the lines, and
-// passes on any name a release reserved for it meanwhile.
+// A waiter that gives up, or whose acquisition was confirmed, leaves the
+// lines; a name reserved for it (or for another waiter no longer at the
+// head) goes to the live head, or is freed. A name holding its value is
+// left alone: it is the confirmed holder's.
 // KEYS and ARGV as release_body's.
 constexpr std::string_view leave_body = R"lua(
-local reserved_for_us = reserved_prefix .. ARGV[1]
 for i = 1, n do
   redis.call('ZREM', line(i), ARGV[1])
   redis.call('HDEL', leases(i), ARGV[1])
-  if redis.call('GET', KEYS[i]) == reserved_for_us then
-    pass_on(i, ARGV[2 + i], ARGV[2])
-  end
+  settle(i, ARGV[2 + i], nil)
 end
 return 1
 )lua";

@@ -23,19 +23,86 @@ namespace redsync::detail {
 // has used on the node; `pending`, the repair's mark. See node_trust.hpp.
 inline constexpr std::string_view record_key = "redsync:node";
 
-// Acquisition with the fencing counter and a fair waiting line per name.
+// ---- The waiting line's protocol ------------------------------------------
+// Per lock name N, each node keeps:
+//   N        the lock key: absent; a holder's value; or a reservation
+//            R(w) = reserved_value(w) (a value no client can use), TTL set;
+//   L(N)     the line (line_key): waiter value -> arrival (µs, client clock);
+//   S(N)     the leases (lease_key): waiter value -> server ms until which
+//            the waiter counts as live.
+// A waiter is *live* on a node while it is in L and its lease has not run
+// out; the *head* is the live waiter with the lowest (arrival, value). L and
+// S live as long as the longest live lease (a join only lengthens their
+// TTL), so a reservation, which lives as long as L, outlives every live
+// waiter. Each script below is atomic on its node; these rules hold after
+// every script, on every node:
+//   R (reservation) a name no holder holds is reserved while its line has a
+//     live waiter, and free otherwise. Every script that touches a name
+//     restores R there (`settle`), retargeting a reservation to the current
+//     head and publishing the head's value on the name's channel (a
+//     wake-up) when it changes. Time alone can break R in one way: a
+//     holder's key expires (the holder crashed or paused) while waiters
+//     live; the next script on the name restores it.
+//   H (head) only the live head of every line of the names (or anyone, on
+//     names nobody lives in) may take them, and it may take a free name or
+//     one reserved for anyone: no reservation is ever closed to the head.
+//     Together with R, a client that skips the line (the MULTI/EXEC first
+//     attempt, fast_acquire.hpp: SET NX) cannot take a name while a live
+//     waiter is in its line, except in R's gap.
+//   L (leaving) a waiter leaves a line only when it gives up, when its
+//     acquisition is confirmed (a quorum, fencing written back, validity
+//     left: leave_script), or when its lease runs out (it is gone). Winning
+//     on some nodes does not take it out of the line there.
+//   U (undo) a failed attempt gives back each name it won on a node by
+//     applying R there: a waiter that won as the head gets its names back
+//     as reservations for itself, so a failed attempt never hands a node
+//     to the waiter behind it, and never costs its caller its place.
+//   A (arrival) a waiter's arrival is the same number on every node. A
+//     waiter that was in a line and finds itself gone from it (its lease ran
+//     out: it was paused, or the node lost the line) goes to the back, with
+//     this attempt's time as its new arrival on every node (a score only
+//     ever moves back), so it never returns at its old rank and the nodes
+//     keep agreeing on the order.
+// Claims (tests/redis/redlock/line_explorer_test.cpp drives these scripts
+// in chosen and random interleavings on real nodes and checks them):
+//  - Mutual exclusion does not depend on the line: a holder's value is only
+//    ever set on a free or reserved name, and only deleted by its holder
+//    (or expiry).
+//  - Progress: with live waiters whose arrivals agree, the earliest live
+//    waiter W is the head of every line it is in on every node where it is
+//    present; so once the holder releases (or its key expires), every node
+//    W reaches ends up reserved for W or W's, and only W's attempt can
+//    change that. W acquires once its attempt reaches a quorum of nodes
+//    after the release. Others' failed attempts cannot take W's nodes (H),
+//    W's own failed attempts give them back to W (U).
+//  - Fairness: among live waiters that reach a quorum, the lock goes in
+//    order of arrival, as read from each client's wall clock: a client whose
+//    clock is behind by d is served as if it had come d earlier. A waiter
+//    whose lease ran out (paused longer than its lease's slack) goes to the
+//    back.
+//  - A crashed head holds up a free lock until its lease runs out (a head
+//    refreshes its lease at least every mutex_state::head_refresh; the
+//    lease is twice the wait plus the command timeout plus 1 s).
+
+// Acquisition with the fencing counter and the waiting line.
 // KEYS = names (n), record, lines (n), leases (n);
-// ARGV = value, expiry ms, arrival (µs), lease ms, "1" to wait in line,
-// claim window ms (a head of line that leaves the lock free that long loses
-// its place).
-// Where SET NX won on every name: {token, record identity ('' if none), ms
-// since it was first seen unverified (-1 if never), recorded window ms};
-// else -2 (busy, first in every line), -1 (busy, others ahead) or nil (busy,
-// not waiting).
+// ARGV = value, expiry ms, arrival (µs), lease ms, mode, fresh arrival (µs:
+// this attempt's time), release channel of each name (n). Mode "0": do not
+// wait (try_lock); "1": join (or stay in) every line at `arrival`; "2": as
+// "1", but a line we are no longer in puts us at the back at `fresh
+// arrival` (rule A; the client sends "2" where an earlier answer put us in
+// line).
+// Where we won every name: {token, record identity ('' if none), ms since it
+// was first seen unverified (-1 if never), recorded window ms, 1 if we are
+// in a line here (the head) else 0}. Else -2 (busy, first in every line),
+// -1 (busy, others ahead), -4/-3 (the same, and we were put back at the end
+// of a line: our arrival is now `fresh arrival`), or nil (busy, not
+// waiting).
 const lua_script& acquire_script();
 
-// Leaving the waiting lines. KEYS and ARGV as release_script's. Also passes
-// on (as a release does) every name reserved for us meanwhile.
+// Leaving the waiting lines. KEYS and ARGV as release_script's (ARGV[2]
+// unused). Names holding our value are left alone (a confirmed holder
+// leaves its lines); every other name is settled (rule R).
 const lua_script& leave_script();
 
 // Fencing write-back. KEYS = first name, record; ARGV = value, token. Only
@@ -64,15 +131,15 @@ std::string line_key(std::string_view name);
 std::string lease_key(std::string_view name);
 std::string release_channel(std::string_view name);
 
-// KEYS = names (n), lines (n), leases (n); ARGV = value, claim window ms,
-// release channel of each name (n). For each name holding our value: if its
-// line has a live waiter, reserves the key for the head of the line for the
-// claim window (`reserved_value`) and publishes the head on the name's
-// channel; else deletes the key. A name reserved for us (a release found
-// us in line, but we got the lock elsewhere) is passed on the same way.
-// Returns -1 if any name holds another value (left alone; a reservation
-// does not count), else 1 if something of ours was released, else 0 (all
-// missing or reserved).
+// KEYS = names (n), lines (n), leases (n); ARGV = value, "0" (release) or
+// "1" (undo of a failed attempt, rule U), release channel of each name (n).
+// Release: leaves every line, then lets go of each name holding our value
+// or reserved for us (rule R: reserved for the live head, published, or
+// deleted). Undo: keeps our place; each name holding our value is settled
+// (reserved for the head, which may be us, or deleted); a name reserved for
+// us stays so.
+// Returns -1 if any name holds another holder's value (left alone; a
+// reservation does not count), else 1 if some name held our value, else 0.
 const lua_script& release_script();
 
 // KEYS = the names, ARGV[1] = value, ARGV[2] = expiry in ms,

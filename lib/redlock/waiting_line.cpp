@@ -1,8 +1,9 @@
-// A waiter's place in the fair line: joining, ranking, leaving, hearing
-// releases.
+// A waiter's place in the fair line: the per-node calls, the wait between
+// attempts and the lease that covers it, wake-ups, leaving.
 
 #include "redlock/waiting_line.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace redsync::detail {
@@ -13,47 +14,116 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string now_in_microseconds() {
+// A waiter behind the head cannot win until the head is served; it hears
+// the release that makes it the head, and refreshes its place between
+// wake-ups at least this often (a lost wake-up costs at most this)...
+constexpr milliseconds behind_refresh_max{1000};
+// ...and no more often than this, whatever retry delay it was given.
+constexpr milliseconds behind_refresh_min{100};
+// What a lease adds to the wait it covers: scheduling and network delays.
+// A waiter that misses its refresh by more than this (a long pause) loses
+// its place and goes to the back of the line.
+constexpr milliseconds lease_slack{1000};
+
+}  // namespace
+
+waiting_line::waiting_line(mutex_state& st, std::string_view value, bool waits)
+    : st_(st),
+      value_(value),
+      waits_(waits),
+      arrival_(fresh_arrival()),
+      places_(st.eng.size(), place::out),
+      open_(st.eng.size(), false) {}
+
+std::string waiting_line::fresh_arrival() const {
   return std::to_string(
       duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-}  // namespace
-
-// A head of line is given the claim window (mutex_state.hpp) to take a lock
-// that became free or was reserved for it: enough for a live waiter (woken
-// at once, or retrying after a missed wake-up), short next to a lease when
-// it is gone.
-waiting_line::waiting_line(mutex_state& st, std::string_view value, bool waits)
-    : st_(st), value_(value), waits_(waits), arrival_(now_in_microseconds()), claim_ms_(st.claim_ms) {}
-
-waiting_line::script_args waiting_line::args_for_attempt(milliseconds next_delay) const {
+milliseconds waiting_line::prepare_attempt(milliseconds until_try) {
+  until_try = std::max(until_try, milliseconds::zero());
+  planned_wait_ = first_ ? std::min(until_try, st_.head_refresh)
+                         : std::clamp(until_try, behind_refresh_min, behind_refresh_max);
+  const bool joins = waits_ && reaches_quorum_;
   // The lease covers the gap until our next attempt refreshes it.
-  const auto lease = 2 * next_delay + duration_cast<milliseconds>(st_.timeout) + milliseconds{1000};
-  return {arrival_, std::to_string(lease.count()), waits_ && reaches_quorum_ ? "1" : "0", claim_ms_};
+  const auto lease = 2 * planned_wait_ + duration_cast<milliseconds>(st_.timeout) + lease_slack;
+  const std::string lease_ms = std::to_string(lease.count());
+  next_arrival_ = fresh_arrival();
+  std::vector<std::string_view> args{value_,   st_.expiry_ms,     arrival_,
+                                     lease_ms, joins ? "1" : "0", next_arrival_};
+  args.insert(args.end(), st_.channels.begin(), st_.channels.end());
+  join_call_ = make_script_call(acquire_script(), st_.acquire_keys, args);
+  stay_call_ = {};
+  if (joins && std::find(places_.begin(), places_.end(), place::in) != places_.end()) {
+    args[4] = "2";
+    stay_call_ = make_script_call(acquire_script(), st_.acquire_keys, args);
+  }
+  return planned_wait_;
+}
+
+const script_call& waiting_line::call_for(std::size_t i) const {
+  return places_[i] == place::in && stay_call_ ? stay_call_ : join_call_;
 }
 
 void waiting_line::on_attempt_sent() {
-  if (waits_ && reaches_quorum_) joined_ = true;
+  std::fill(open_.begin(), open_.end(), false);
+  if (!waits_ || !reaches_quorum_) return;
+  for (auto& p : places_)
+    if (p == place::out) p = place::maybe;
+}
+
+void waiting_line::on_won(std::size_t i, bool in_line) {
+  // A yes from the head of the line leaves us in it (rule L), and an undo
+  // would give the name back to us.
+  places_[i] = in_line ? place::in : place::out;
+  open_[i] = in_line;
 }
 
 void waiting_line::on_attempt_answered(const tally& t) {
   first_ = false;
+  bool evicted = false;
   std::size_t reached = 0;
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto status = t.nodes[i].status;
-    if (status == node_status::taken && t.integers[i] == -2) first_ = true;
+    if (status == node_status::taken) {
+      // -1/-2: in line (-2: at the head of every line); -3/-4: the same,
+      // put back at the end of a line that had lost us. nil: not waiting.
+      const long long v = t.integers[i];
+      places_[i] = v >= -4 && v <= -1 ? place::in : place::out;
+      if (v == -2 || v == -4) first_ = true;
+      if (v == -3 || v == -4) evicted = true;
+    } else if ((status == node_status::ok || status == node_status::excluded) && open_[i]) {
+      first_ = true;
+    }
     if (status != node_status::timeout && status != node_status::unreachable &&
         status != node_status::not_awaited)
       ++reached;
   }
+  // Rule A: once any node evicted us, our arrival is this attempt's on every
+  // node, so the nodes keep agreeing on the order.
+  if (evicted) arrival_ = next_arrival_;
   // A waiter that cannot reach a quorum cannot use a place in the line, and
   // holding one on the few nodes it reaches would deny the lock to healthy
   // clients: it leaves the lines until an attempt reaches a quorum again
-  // (then it rejoins with its first arrival, so keeps its rank).
+  // (then it rejoins with its arrival, so keeps its rank).
   const bool reaches = reached >= st_.eng.quorum();
-  if (waits_ && !reaches && joined_) leave(false, t);
+  if (waits_ && !reaches) leave();
   reaches_quorum_ = reaches;
+}
+
+milliseconds waiting_line::wait_after(milliseconds until_try) const {
+  until_try = std::max(until_try, milliseconds::zero());
+  if (first_) return std::min({until_try, st_.head_refresh, planned_wait_});
+  return planned_wait_;
+}
+
+bool waiting_line::on_release(std::size_t i) {
+  if (i < open_.size()) open_[i] = true;
+  return quorum_open();
+}
+
+bool waiting_line::quorum_open() const {
+  return static_cast<std::size_t>(std::count(open_.begin(), open_.end(), true)) >= st_.eng.quorum();
 }
 
 void waiting_line::listen(release_listener::waiter* w) {
@@ -68,21 +138,14 @@ void waiting_line::stop_listening(release_listener::waiter* w) {
   listening_ = false;
 }
 
-void waiting_line::leave(bool acquired, const tally& last) {
-  if (!joined_ || st_.eng.shutting_down()) return;
-  joined_ = false;
-  // Where our acquisition won, the acquire script already took us out; any
-  // other node may still hold our place from this or an earlier attempt.
-  auto needs_leave = [&](std::size_t i) {
-    if (!acquired || i >= last.nodes.size()) return true;
-    const auto status = last.nodes[i].status;
-    return status != node_status::ok && status != node_status::excluded;
-  };
+void waiting_line::leave() {
+  if (st_.eng.shutting_down()) return;
   std::shared_ptr<script_call> call;  // encoded only if some node needs it (not on the common path)
-  for (std::size_t i = 0; i < st_.eng.size(); ++i) {
-    if (!needs_leave(i)) continue;
+  for (std::size_t i = 0; i < places_.size(); ++i) {
+    if (places_[i] == place::out) continue;
+    places_[i] = place::out;
     if (!call) {
-      std::vector<std::string_view> args{value_, st_.claim_ms};
+      std::vector<std::string_view> args{value_, "0"};
       args.insert(args.end(), st_.channels.begin(), st_.channels.end());
       call = std::make_shared<script_call>(make_script_call(leave_script(), st_.release_keys, args));
     }

@@ -1,10 +1,22 @@
 #pragma once
 
-// The fair waiting line a blocking lock() keeps between its attempts, one per
-// name on every node (scripts.hpp: acquire_script): a waiter joins with its
-// arrival time and a lease, the head of the line is the only one a free lock
-// goes to for a short claim window, and a release announces the head so it
-// tries at once (release_listener.hpp). try_lock never waits in line.
+// A blocking lock()'s place in the fair waiting line, one line per name on
+// every node; the line's protocol (states, rules, invariants) is in
+// scripts.hpp. The client's side of it, kept here:
+//  - the acquire script's per-node call: "join" where we are not known to
+//    be in line yet (at our arrival), "stay" where an earlier answer put us
+//    there (so a node that evicted us meanwhile puts us at the back, and
+//    then our arrival moves back on every node: rule A);
+//  - how long to wait before the next attempt: the head of the line polls
+//    at the retry delay (at most every `head_refresh`); a waiter behind it
+//    cannot win, so it waits for a wake-up and refreshes its place at most
+//    every second and at least every 100 ms;
+//  - the lease each attempt takes, which covers that wait;
+//  - wake-ups: a release publishes the head on each node it reserves the
+//    name on; we try again at once when a quorum of nodes is open to us;
+//  - leaving: where we may be in line, once the acquisition is confirmed or
+//    given up (rule L: never before).
+// try_lock never waits in line: its calls ask for nothing ("0").
 // Loop thread only.
 
 #include "redlock/mutex_state.hpp"
@@ -14,6 +26,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redsync::detail {
 
@@ -22,42 +35,57 @@ class waiting_line {
   // `waits`: false for try_lock, which only looks.
   waiting_line(mutex_state& st, std::string_view value, bool waits);
 
-  // The acquire script's line arguments for the next attempt, whose retry
-  // delay will be `next_delay`. The views point into this object.
-  struct script_args {
-    std::string_view arrival;  // µs since the epoch: our rank
-    std::string lease_ms;
-    std::string_view wait;  // "1" to wait in line, else "0"
-    std::string_view claim_ms;
-  };
-  script_args args_for_attempt(std::chrono::milliseconds next_delay) const;
-  // The attempt was sent: if it asked to wait, we may be in the lines now.
+  // Encodes the next attempt's calls; `until_try` is how long until the
+  // next counted try is due (the retry delay). Returns the wait after this
+  // attempt that its lease covers (wait_after() never exceeds it).
+  std::chrono::milliseconds prepare_attempt(std::chrono::milliseconds until_try);
+  // The acquire call for node i in this attempt.
+  const script_call& call_for(std::size_t i) const;
+  // The attempt was sent: every node it asked to join may have us now.
   void on_attempt_sent();
-  // What the attempt's answers say about our place, and whether it reached a
-  // quorum of nodes at all: a waiter cut off from the majority leaves.
+  // Node i said yes; `in_line`: the answer's in-line flag.
+  void on_won(std::size_t i, bool in_line);
+  // What the attempt's answers say about our place, and whether it reached
+  // a quorum of nodes at all: a waiter cut off from the majority leaves.
   void on_attempt_answered(const tally& t);
-  // Some node put us at the head of every line on the last attempt.
-  bool first() const noexcept { return first_; }
+  // How long to wait after a failed attempt, `until_try` before the next
+  // counted try is due: never longer than the prepared wait.
+  std::chrono::milliseconds wait_after(std::chrono::milliseconds until_try) const;
+
+  // A release on node i named us. True when a quorum of nodes is open to
+  // us now (they named us since the last attempt, or the last attempt won
+  // there and gave the name back to us): time to try.
+  bool on_release(std::size_t i);
+  // Same test without a new wake-up (after an attempt failed).
+  bool quorum_open() const;
 
   // Starts hearing releases of our names (once; not while shutting down).
   void listen(release_listener::waiter* w);
   // Stops hearing them.
   void stop_listening(release_listener::waiter* w);
-  // Leaves the line on every node we may be in, so we do not hold the others
-  // up until our lease runs out; `acquired` with the winning round's `last`.
-  // Not awaited.
-  void leave(bool acquired, const tally& last);
+  // Leaves the line on every node we may be in. Not awaited. Sent after an
+  // acquisition is confirmed (the confirmed holder's keys are left alone)
+  // or given up.
+  void leave();
 
  private:
+  enum class place : unsigned char { out, maybe, in };
+
+  std::string fresh_arrival() const;
+
   mutex_state& st_;
   const std::string_view value_;
   const bool waits_;
-  const std::string arrival_;        // our rank, kept across attempts
-  const std::string_view claim_ms_;  // see the constructor
-  bool reaches_quorum_ = true;       // the last attempt reached a quorum of nodes
-  bool joined_ = false;
+  std::string arrival_;  // our rank: the same number on every node
+  std::string next_arrival_;
+  std::vector<place> places_;  // per node
+  std::vector<bool> open_;     // per node: named us, or gave the name back to us
+  script_call join_call_;      // "1" (or "0": not waiting)
+  script_call stay_call_;      // "2", where we are in line
+  std::chrono::milliseconds planned_wait_{0};
+  bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
+  bool first_ = true;           // the last answers made us the head somewhere (assumed at first)
   bool listening_ = false;
-  bool first_ = false;
 };
 
 }  // namespace redsync::detail

@@ -24,8 +24,8 @@ inline std::vector<std::string> lock_acl_commands(redsync::script_mode mode) {
   } else {
     out.insert(out.end(), {"+evalsha", "+eval"});
   }
-  out.insert(out.end(), {"+get", "+set", "+del", "+exists", "+time", "+pexpire", "+publish", "+zadd",
-                         "+zrange", "+zrem", "+hget", "+hset", "+hdel", "+hmget", "+hincrby"});
+  out.insert(out.end(), {"+get", "+set", "+del", "+exists", "+time", "+pexpire", "+pttl", "+publish", "+zadd",
+                         "+zrange", "+zrem", "+zscore", "+hget", "+hset", "+hdel", "+hmget", "+hincrby"});
   return out;
 }
 

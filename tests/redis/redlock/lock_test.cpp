@@ -256,15 +256,17 @@ TEST_SUITE("lock") {
     CHECK(r.error == redsync::errc::busy);
     CHECK(r.attempts == 4);
     CHECK(delays_asked == std::vector<int>{1, 2, 3});
-    // Delays of 20 ms between attempts; a waiter first in line skips one when
-    // its release subscription is confirmed (it looks again at once).
-    CHECK(took >= 40ms);
-    // One SET NX per attempt on every node, and one more: the first attempt
+    // Delays of 20 ms between tries.
+    CHECK(took >= 60ms);
+    // One SET NX per try on every node, and one more: the first attempt
     // tries the transaction (fast_acquire.hpp) and, refused, joins the line
-    // with the script on that node.
+    // with the script on that node. A waiter also looks once, for free, when
+    // its release subscription is confirmed (a release before it was not
+    // heard): at most one more.
     for (std::size_t i = 0; i < c.size(); ++i) {
       CHECK(redis_client(c[i]).calls("exec") == 1);
-      CHECK(redis_client(c[i]).calls("set") == 5);
+      CHECK(redis_client(c[i]).calls("set") >= 5);
+      CHECK(redis_client(c[i]).calls("set") <= 6);
     }
   }
 
@@ -468,14 +470,23 @@ TEST_SUITE("lock") {
     for (std::size_t i = 0; i < c.size(); ++i)
       for (const auto& k : {a, b, d}) CHECK_FALSE(redis_client(c[i]).exists(k));
 
-    // One name already held elsewhere: nothing of the set is taken.
+    // One name already held elsewhere: nothing of the set is taken. While
+    // it waits, the free names are reserved for it (the head of their
+    // lines), and freed once it gives up.
     REQUIRE(single.lock(redsync::context{}).ok());
     auto r = m.lock(redsync::context{.deadline = clock_type::now() + 200ms});
     CHECK_FALSE(r.ok());
     for (std::size_t i = 0; i < c.size(); ++i) {
-      CHECK_FALSE(redis_client(c[i]).exists(a));
-      CHECK_FALSE(redis_client(c[i]).exists(d));
+      CHECK(redis_client(c[i]).get(a) != m.value());
+      CHECK(redis_client(c[i]).get(d) != m.value());
     }
+    CHECK(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).exists(a) || redis_client(c[i]).exists(d)) return false;
+          return true;
+        },
+        3s));
   }
 
   TEST_CASE("a multi-name lock rejects an empty list and duplicate names") {
