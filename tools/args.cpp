@@ -355,7 +355,15 @@ std::vector<std::string> resolve_nodes(const parsed_args& args) {
   } else if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
     uris = parse_nodes("REDSYNC_NODES", env);
   } else {
-    for (int port = 7001; port <= 7005; ++port) uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
+    // The testbed's nodes, found as scripts/testbed finds them.
+    const auto from_env = [](const char* name, int fallback, int max) {
+      const char* v = std::getenv(name);
+      return v == nullptr || *v == '\0' ? fallback : parse_int(name, v, 1, max);
+    };
+    const int first = from_env("REDSYNC_TESTBED_PORT", 7001, 65535);
+    const int count = from_env("REDSYNC_TESTBED_NODES", 5, 65535 - first + 1);
+    for (int port = first; port < first + count; ++port)
+      uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
   }
   return apply_tls_options(std::move(uris), args);
 }

@@ -27,7 +27,9 @@ Nodes (all commands):
   --nodes URI[,URI...]   redis://[user[:password]@]host[:port][/db],
                          rediss://...[?PARAM=VALUE&...] (TLS) or
                          unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
-                         else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
+                         else the testbed's: redis://127.0.0.1:PORT for the
+                         $REDSYNC_TESTBED_NODES (5) ports from
+                         $REDSYNC_TESTBED_PORT (7001) on
 
 TLS (all commands; for every rediss:// node whose URI does not set the
 parameter named in brackets itself):
