@@ -35,8 +35,8 @@ TLS (all commands; for every rediss:// node whose URI does not set the
 parameter named in brackets itself):
   --tls-ca FILE          PEM CA certificates to verify the server with (ca);
                          default: the system's trust store
-  --tls-ca-dir DIR       a directory of CA certificates in OpenSSL's hashed
-                         layout (ca_dir)
+  --tls-ca-dir DIR       a directory of PEM CA certificates: every regular
+                         file in it is read, no hashed names needed (ca_dir)
   --tls-cert FILE        client certificate for mutual TLS (cert); needs
                          --tls-key
   --tls-key FILE         the client certificate's private key (key)
@@ -62,8 +62,10 @@ Exit statuses:
   75      lock: held by another holder (not acquired within --wait/--tries)
   76      lock: nodes answer every attempt with an error retrying cannot
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
-  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM)
-          by too many nodes for a quorum
+  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM),
+          or TLS that no retry can fix (certificate verification failed,
+          a client certificate demanded, redis:// to a TLS port), by too
+          many nodes for a quorum
   79      lock: the lock was lost while the command ran (or while held)
   126     lock: the command cannot be executed
   127     lock: the command was not found
@@ -192,7 +194,9 @@ Options:
   -h, --help             this help
 
 Exit statuses: 0 a quorum of nodes answered; 64 usage error; 69 fewer than a
-quorum answered; 77 authentication refused by too many nodes for a quorum.
+quorum answered; 77 authentication refused, or TLS that no retry can fix
+(certificate verification, redis:// to a TLS port), by too many nodes for a
+quorum.
 )";
 
 const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]

@@ -102,7 +102,7 @@ int run_ping(std::span<char* const> argv) {
       voting += l.vote.what == node_vote::state::votes ? 1 : 0;
     } else {
       l.error = r.up ? r.replies.at(0).str : r.error;
-      refused += r.refused ? 1 : 0;
+      refused += r.refused || r.tls_refused ? 1 : 0;
     }
     lines.push_back(std::move(l));
   }
@@ -115,9 +115,12 @@ int run_ping(std::span<char* const> argv) {
     fmt::print("{}/{} nodes up, {}/{} voting, quorum {}\n", up, n, voting, n, quorum);
   }
   std::fflush(stdout);
+  // Refusals first: nodes that refuse, or that no retry can reach (TLS), on
+  // more nodes than a quorum can spare need an operator.
+  if (refused > n - quorum) return exit_status::refused;
   if (up == n) return exit_status::ok;
   if (up >= quorum) return exit_status::degraded;
-  return refused > n - quorum ? exit_status::refused : exit_status::unavailable;
+  return exit_status::unavailable;
 }
 
 }  // namespace redsync::cli
