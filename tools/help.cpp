@@ -203,7 +203,9 @@ const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]
 
 PING every node; print each node's round-trip time in microseconds, or why
 it is down, and whether its vote counts yet; then how many are up and how
-many vote.
+many vote. A node that answers but refuses the credentials (WRONGPASS,
+NOAUTH) is "up, auth refused": reachable, but unusable until the URI is
+fixed.
 
 A node that is up may not vote yet: with no redsync record of its current
 server run (brand-new, restarted, replaced or flushed) it votes once a
@@ -225,8 +227,10 @@ Options:
   -h, --help             this help
 
 Exit statuses (about reachability; the votes are shown): 0 all nodes up;
-1 some down but a quorum up; 64 usage error; 69 fewer than a quorum up;
-77 authentication refused by too many nodes for a quorum.
+1 some down or refusing but a quorum up; 64 usage error; 69 fewer than a
+quorum up; 77 authentication refused, or TLS that no retry can fix
+(certificate verification, redis:// to a TLS port), by too many nodes for a
+quorum.
 )";
 
 }  // namespace redsync::cli
