@@ -66,8 +66,13 @@ outcome run_job(redsync::Mutex& mutex, const char* label, steady_clock::duration
 
 }  // namespace
 
+constexpr std::string_view usage =
+    "Usage: auto_extend [--help] [URI...]\n\n"
+    "A job longer than the lock's expiry, kept safe by auto-extension: the\nlibrary extends the lock while "
+    "it is held, and stops the job if it is lost.\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
 
   // on_lost runs on the library's loop thread and must not block.
   auto on_lost = [](const redsync::result& why) { fmt::print("  on_lost: {}\n", why.describe()); };

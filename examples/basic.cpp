@@ -1,12 +1,20 @@
-// The README's usage example, verbatim: lock a name on the testbed's five
-// nodes (scripts/testbed up), do the work, unlock.
+// The README's usage example: lock a name on the testbed's nodes
+// (scripts/testbed up), do the work, unlock. The README lists the five
+// default nodes; here they come from the arguments, REDSYNC_NODES or
+// REDSYNC_TESTBED_PORT (examples/nodes.hpp), so the example also runs against
+// a testbed on other ports.
 #include <iostream>
 #include <redsync/redsync.hpp>
+
+#include "nodes.hpp"
 using namespace std::chrono_literals;
 
-int main() {
-  redsync::Redsync rs({"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
-                       "redis://127.0.0.1:7004", "redis://127.0.0.1:7005"});
+constexpr std::string_view usage =
+    "Usage: basic [--help] [URI...]\n\n"
+    "Locks example:basic (expiry 10 s, waiting at most 5 s), then unlocks it.\n";
+
+int main(int argc, char** argv) try {
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
   redsync::Mutex mutex = rs.new_mutex("example:basic", {.expiry = 10s});
   if (auto r = mutex.lock(redsync::context::timeout(5s)); !r) {
     std::cerr << "lock failed: " << r.describe() << "\n";  // why, node by node
@@ -14,4 +22,7 @@ int main() {
   }
   // ... work that must never run twice at once; pass mutex.token() to the resource ...
   if (auto r = mutex.unlock(redsync::context::timeout(2s)); !r) std::cerr << r.describe() << "\n";
+} catch (const std::exception& e) {
+  std::cerr << "basic: " << e.what() << "\n";
+  return 1;
 }

@@ -65,6 +65,16 @@ struct worker_report {
   std::int64_t failed_releases = 0;
 };
 
+constexpr std::string_view usage =
+    "Usage: counter_demo [--workers W] [--increments K] [--kill-node-after N]\n"
+    "                    [--kill-node I] [--no-lock] [--help] [URI...]\n\n"
+    "W worker processes (default 4) each add 1, K times (default 250), to a counter\n"
+    "kept in a plain file, under one Redlock lock; prints the final count against\n"
+    "W*K and the acquire-latency percentiles.\n\n"
+    "  --kill-node-after N  SIGKILL node I (--kill-node, default 3) once the counter\n"
+    "                       reaches N, through scripts/testbed (path in $REDSYNC_TESTBED)\n"
+    "  --no-lock            skip the lock, to show what it prevents: lost updates\n";
+
 [[noreturn]] void usage_error(const std::string& message) {
   fmt::print(stderr, "counter_demo: {}\n", message);
   std::exit(2);
@@ -96,12 +106,15 @@ settings parse_args(int argc, char** argv) {
       s.kill_node = static_cast<int>(parse_number(arg, next, 1)), ++i;
     else if (arg == "--no-lock")
       s.use_lock = false;
-    else if (arg.starts_with("--"))
-      usage_error(fmt::format("unknown option {}", arg));
+    else if (examples::is_help(arg)) {
+      examples::print_usage(usage);
+      std::exit(0);
+    } else if (arg.starts_with("-"))
+      usage_error(fmt::format("unknown option {} (see --help)", arg));
     else
       uris.push_back(argv[i]);
   }
-  s.nodes = examples::node_uris(static_cast<int>(uris.size()), uris.data());
+  s.nodes = examples::node_uris(static_cast<int>(uris.size()), uris.data(), usage);
   return s;
 }
 

@@ -60,8 +60,13 @@ bool acquire(redsync::Mutex& m, const char* who) {
 
 }  // namespace
 
+constexpr std::string_view usage =
+    "Usage: fenced_resource [--help] [URI...]\n\n"
+    "Why a lock alone is not enough: client A stalls past its lock's expiry,\nclient B takes the lock, and "
+    "the resource rejects A's late write by its\nfencing token.\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
   storage store;
 
   // A short expiry and no auto-extension, so that A's stall outlives its lock.

@@ -21,8 +21,13 @@
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
+constexpr std::string_view usage =
+    "Usage: handover [--help] [URI...]\n\n"
+    "Fast, fair hand-over: two workers take turns on one name; prints how many\nhand-overs happened and how "
+    "long waiters waited.\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
   constexpr int rounds = 200;
   std::mutex mu;
   std::vector<double> waits_ms;

@@ -54,6 +54,11 @@ void shut_down(app& a, int exit_code) {
 
 }  // namespace
 
+constexpr std::string_view usage =
+    "Usage: libuv_async [--help] [URI...]\n\n"
+    "redsync on an application-owned libuv loop: lock_async, work, unlock_async,\nthen a clean shutdown of "
+    "the loop.\n";
+
 int main(int argc, char** argv) try {
   app a;
   uv_loop_init(&a.loop);
@@ -61,7 +66,7 @@ int main(int argc, char** argv) try {
   a.shutdown_timer.data = &a;
 
   // .loop: run on our loop instead of a thread owned by the Redsync.
-  a.rs = std::make_unique<redsync::Redsync>(examples::node_uris(argc, argv),
+  a.rs = std::make_unique<redsync::Redsync>(examples::node_uris(argc, argv, usage),
                                             redsync::redsync_options{.loop = &a.loop});
   a.mutex =
       std::make_unique<redsync::Mutex>(a.rs->new_mutex("example:libuv_async", {.expiry = 5s, .tries = 25}));

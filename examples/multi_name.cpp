@@ -14,8 +14,12 @@
 
 using namespace std::chrono_literals;
 
+constexpr std::string_view usage =
+    "Usage: multi_name [--help] [URI...]\n\n"
+    "A multi-name lock: a transfer locks both accounts it touches, all or\nnothing on each node.\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
   auto transfer = rs.new_multi_mutex({"example:account:alice", "example:account:bob"}, {.expiry = 5s});
   // Someone else working on bob's account alone.
   auto audit = rs.new_mutex("example:account:bob", {.expiry = 5s, .tries = 1});

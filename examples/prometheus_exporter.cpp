@@ -77,6 +77,12 @@ struct slow_acquisitions : redsync::observer {
 
 }  // namespace
 
+constexpr std::string_view usage =
+    "Usage: prometheus_exporter [--help] [URI...]\n\n"
+    "Serves Redsync::stats() in the Prometheus text format at\nhttp://127.0.0.1:PORT/metrics while workers "
+    "take and release a lock.\n\nEnvironment: REDSYNC_METRICS_PORT (default 9464), "
+    "REDSYNC_DEMO_SECONDS\n(how long it runs, default 60).\n";
+
 int main(int argc, char** argv) try {
   const int port = env_int("REDSYNC_METRICS_PORT", 9464);
   const int seconds = env_int("REDSYNC_DEMO_SECONDS", 60);
@@ -89,7 +95,7 @@ int main(int argc, char** argv) try {
     if (level >= redsync::log_level::info)
       fmt::print(stderr, "[{}] {}\n", redsync::to_string(level), message);
   };
-  redsync::Redsync rs(examples::node_uris(argc, argv), options);
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage), options);
 
   MHD_Daemon* daemon =
       MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, static_cast<std::uint16_t>(port),

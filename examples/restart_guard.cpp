@@ -18,8 +18,13 @@
 
 using namespace std::chrono_literals;
 
+constexpr std::string_view usage =
+    "Usage: restart_guard [--help] [URI...]\n\n"
+    "The restart guard at work: one try_lock, then each node's part of the\noutcome (a node not yet verified "
+    "for its current server run is excluded).\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));  // restart_guard is on by default
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));  // restart_guard is on by default
   auto m = rs.new_mutex("example:restart_guard", {.expiry = 8s});
   auto r = m.try_lock(redsync::context{});
   for (const auto& n : r.nodes) {

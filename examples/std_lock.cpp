@@ -14,8 +14,12 @@
 
 using namespace std::chrono_literals;
 
+constexpr std::string_view usage =
+    "Usage: std_lock [--help] [URI...]\n\n"
+    "redsync::Mutex with std::lock_guard, std::unique_lock and redsync::guard.\n";
+
 int main(int argc, char** argv) try {
-  redsync::Redsync rs(examples::node_uris(argc, argv));
+  redsync::Redsync rs(examples::node_uris(argc, argv, usage));
   // A Mutex is one holder: two holders of the same name need two Mutexes.
   // `tries` bounds how long the throwing lock() keeps retrying (~5 s here).
   auto alice = rs.new_mutex("example:std_lock", {.expiry = 5s, .tries = 25});

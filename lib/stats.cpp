@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 
 namespace redsync {
@@ -83,13 +84,19 @@ struct writer {
     }
   }
 
-  void calls(std::string_view name, std::string_view help, const call_counts& c) {
+  // Writes ok and each failure in `possible` (always, zeros too, so that a
+  // rate() has a series from the start), plus any other failure that was
+  // counted all the same: a count is never hidden.
+  void calls(std::string_view name, std::string_view help, const call_counts& c,
+             std::initializer_list<errc> possible) {
     header(name, "counter", help);
     sample(name, "result=\"ok\"", c.ok);
     for (std::size_t e = 1; e < c.failed.size(); ++e) {
       const std::string_view what = to_string(static_cast<errc>(e));
       if (what == "unknown") continue;
-      sample(name, fmt::format("result=\"{}\"", what), c.failed[e]);
+      const bool may_occur =
+          std::find(possible.begin(), possible.end(), static_cast<errc>(e)) != possible.end();
+      if (may_occur || c.failed[e] != 0) sample(name, fmt::format("result=\"{}\"", what), c.failed[e]);
     }
   }
 
@@ -111,9 +118,18 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
   if (!valid_metric_name(prefix))
     throw config_error(fmt::format("prometheus_text: prefix \"{}\" is not a valid metric name", prefix));
   writer w{{}, prefix};
-  w.calls("acquisitions_total", "Lock acquisitions (lock, try_lock) by result.", s.acquisitions);
-  w.calls("releases_total", "Unlocks by result.", s.releases);
-  w.calls("extensions_total", "Extensions, by hand and automatic, by result.", s.extensions);
+  // The results each kind of call can end with (lib/redlock/acquisition.cpp,
+  // holder_operations.cpp; would_deadlock is answered before any call starts,
+  // and is never counted).
+  w.calls("acquisitions_total", "Lock acquisitions (lock, try_lock) by result.", s.acquisitions,
+          {errc::busy, errc::no_quorum, errc::validity_elapsed, errc::cancelled, errc::deadline_exceeded,
+           errc::shutting_down, errc::already_held});
+  w.calls("releases_total", "Unlocks by result.", s.releases,
+          {errc::no_quorum, errc::expired, errc::taken, errc::cancelled, errc::deadline_exceeded, errc::lost,
+           errc::not_held, errc::shutting_down});
+  w.calls("extensions_total", "Extensions, by hand and automatic, by result.", s.extensions,
+          {errc::no_quorum, errc::validity_elapsed, errc::expired, errc::taken, errc::cancelled,
+           errc::deadline_exceeded, errc::lost, errc::not_held, errc::shutting_down});
   w.header("lost_locks_total", "counter", "Held locks lost under auto-extension.");
   w.sample("lost_locks_total", "", s.lost_locks);
   w.header("observer_errors_total", "counter", "Exceptions thrown by observer callbacks or the log hook.");

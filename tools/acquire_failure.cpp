@@ -1,6 +1,7 @@
 #include "acquire_failure.hpp"
 
 #include "exit_status.hpp"
+#include "tls_failure.hpp"
 
 #include <fmt/format.h>
 
@@ -17,7 +18,7 @@ namespace {
 // reasons are printed.
 enum class kind {
   held,       // another holder's value is there
-  refused,    // authentication or permission: an operator must fix it
+  refused,    // authentication, permission or TLS verification: an operator must fix it
   broken,     // an error reply retrying does not fix (WRONGTYPE, READONLY, ...)
   transient,  // an error reply that passes (LOADING, BUSY, OOM)
   down,       // unreachable, timed out, or not awaited
@@ -34,6 +35,9 @@ kind kind_of(const node_result& n) {
     case node_status::excluded: return kind::excluded;
     case node_status::timeout:
     case node_status::unreachable:
+      // A certificate that does not verify, or a plaintext URI for a TLS
+      // port, fails the same way on every retry.
+      return is_tls_refusal(n.message) ? kind::refused : kind::down;
     case node_status::not_awaited: return kind::down;
     case node_status::reply_error: break;
   }
@@ -89,6 +93,7 @@ std::string reason_of(const node_result& n) {
     }
   }
   if (n.status == node_status::not_awaited) return "not awaited";
+  if (is_tls_refusal(n.message)) return with_tls_hint(n.message);
   if (!n.message.empty()) return in_tool_terms(n.message);
   return std::string(to_string(n.status));
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 namespace redsync::cli {
@@ -285,6 +286,16 @@ void check_tls_files(const node_options& node) {
   }
 }
 
+bool is_path_param(std::string_view param) {
+  return param == "ca" || param == "ca_dir" || param == "cert" || param == "key";
+}
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 }  // namespace
 
 std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const parsed_args& args) {
@@ -296,13 +307,18 @@ std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const 
       {"tls-ca", "ca"},   {"tls-ca-dir", "ca_dir"},           {"tls-cert", "cert"},
       {"tls-key", "key"}, {"tls-server-name", "server_name"}, {"tls-insecure", "insecure"}};
   std::vector<std::pair<std::string_view, std::string>> given;
-  std::vector<std::pair<const flag*, std::string>> raw;  // the flags as typed, for conflicts
+  std::vector<std::pair<const flag*, std::string>> raw;  // the values, for conflicts
   for (const flag& f : flags) {
     const std::string* v = args.last(f.option);
     if (v == nullptr) continue;
     if (f.param != "insecure" && v->empty()) throw usage_error(fmt::format("--{}: empty value", f.option));
-    given.emplace_back(f.param, f.param == "insecure" ? std::string("true") : query_encode(*v));
-    raw.emplace_back(&f, f.param == "insecure" ? std::string("true") : *v);
+    // Paths are made absolute: the URIs reach the command through
+    // REDSYNC_NODES, and the command may run elsewhere.
+    const std::string value = f.param == "insecure"    ? std::string("true")
+                              : is_path_param(f.param) ? absolute_path(*v)
+                                                       : *v;
+    given.emplace_back(f.param, query_encode(value));
+    raw.emplace_back(&f, value);
   }
   if (given.empty()) return uris;
   bool any_tls = false;
@@ -323,7 +339,8 @@ std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const 
                                  : f->param == "server_name" ? t.server_name
                                  : t.insecure_skip_verify    ? "true"
                                                              : "false";
-      if (in_uri != value)
+      const bool same = is_path_param(f->param) ? absolute_path(in_uri) == value : in_uri == value;
+      if (!same)
         throw usage_error(fmt::format("--{} \"{}\" conflicts with {}={} in the URI of node {}", f->option,
                                       value, f->param, in_uri, as_given.address()));
     }
@@ -355,7 +372,15 @@ std::vector<std::string> resolve_nodes(const parsed_args& args) {
   } else if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
     uris = parse_nodes("REDSYNC_NODES", env);
   } else {
-    for (int port = 7001; port <= 7005; ++port) uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
+    // The testbed's nodes, found as scripts/testbed finds them.
+    const auto from_env = [](const char* name, int fallback, int max) {
+      const char* v = std::getenv(name);
+      return v == nullptr || *v == '\0' ? fallback : parse_int(name, v, 1, max);
+    };
+    const int first = from_env("REDSYNC_TESTBED_PORT", 7001, 65535);
+    const int count = from_env("REDSYNC_TESTBED_NODES", 5, 65535 - first + 1);
+    for (int port = first; port < first + count; ++port)
+      uris.push_back(fmt::format("redis://127.0.0.1:{}", port));
   }
   return apply_tls_options(std::move(uris), args);
 }

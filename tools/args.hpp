@@ -79,7 +79,9 @@ std::vector<std::string> parse_nodes(std::string_view what, std::string_view tex
 std::vector<std::string> apply_tls_options(std::vector<std::string> uris, const parsed_args& args);
 
 /// The node list of a command: `--nodes` if given, else $REDSYNC_NODES if set
-/// and non-empty, else redis://127.0.0.1:7001 .. 7005 (the testbed); with
+/// and non-empty, else the testbed's nodes: redis://127.0.0.1:PORT for the
+/// $REDSYNC_TESTBED_NODES (default 5) ports from $REDSYNC_TESTBED_PORT
+/// (default 7001) on, as scripts/testbed starts them; with
 /// the TLS options applied (apply_tls_options).
 std::vector<std::string> resolve_nodes(const parsed_args& args);
 

@@ -27,14 +27,16 @@ Nodes (all commands):
   --nodes URI[,URI...]   redis://[user[:password]@]host[:port][/db],
                          rediss://...[?PARAM=VALUE&...] (TLS) or
                          unix:///path/redis.sock[?db=N]. Default: $REDSYNC_NODES,
-                         else redis://127.0.0.1:7001 .. redis://127.0.0.1:7005
+                         else the testbed's: redis://127.0.0.1:PORT for the
+                         $REDSYNC_TESTBED_NODES (5) ports from
+                         $REDSYNC_TESTBED_PORT (7001) on
 
 TLS (all commands; for every rediss:// node whose URI does not set the
 parameter named in brackets itself):
   --tls-ca FILE          PEM CA certificates to verify the server with (ca);
                          default: the system's trust store
-  --tls-ca-dir DIR       a directory of CA certificates in OpenSSL's hashed
-                         layout (ca_dir)
+  --tls-ca-dir DIR       a directory of PEM CA certificates: every regular
+                         file in it is read, no hashed names needed (ca_dir)
   --tls-cert FILE        client certificate for mutual TLS (cert); needs
                          --tls-key
   --tls-key FILE         the client certificate's private key (key)
@@ -60,8 +62,10 @@ Exit statuses:
   75      lock: held by another holder (not acquired within --wait/--tries)
   76      lock: nodes answer every attempt with an error retrying cannot
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
-  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM)
-          by too many nodes for a quorum
+  77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM),
+          or TLS that no retry can fix (certificate verification failed,
+          a client certificate demanded, redis:// to a TLS port), by too
+          many nodes for a quorum
   79      lock: the lock was lost while the command ran (or while held)
   126     lock: the command cannot be executed
   127     lock: the command was not found
@@ -190,14 +194,18 @@ Options:
   -h, --help             this help
 
 Exit statuses: 0 a quorum of nodes answered; 64 usage error; 69 fewer than a
-quorum answered; 77 authentication refused by too many nodes for a quorum.
+quorum answered; 77 authentication refused, or TLS that no retry can fix
+(certificate verification, redis:// to a TLS port), by too many nodes for a
+quorum.
 )";
 
 const std::string_view ping_help = R"(Usage: redsync ping [OPTIONS]
 
 PING every node; print each node's round-trip time in microseconds, or why
 it is down, and whether its vote counts yet; then how many are up and how
-many vote.
+many vote. A node that answers but refuses the credentials (WRONGPASS,
+NOAUTH) is "up, auth refused": reachable, but unusable until the URI is
+fixed.
 
 A node that is up may not vote yet: with no redsync record of its current
 server run (brand-new, restarted, replaced or flushed) it votes once a
@@ -219,8 +227,10 @@ Options:
   -h, --help             this help
 
 Exit statuses (about reachability; the votes are shown): 0 all nodes up;
-1 some down but a quorum up; 64 usage error; 69 fewer than a quorum up;
-77 authentication refused by too many nodes for a quorum.
+1 some down or refusing but a quorum up; 64 usage error; 69 fewer than a
+quorum up; 77 authentication refused, or TLS that no retry can fix
+(certificate verification, redis:// to a TLS port), by too many nodes for a
+quorum.
 )";
 
 }  // namespace redsync::cli

@@ -23,6 +23,8 @@
 #include "acquire_failure.hpp"
 #include "exit_status.hpp"
 #include "lock_run.hpp"
+#include "tls_failure.hpp"
+#include "tls_link.hpp"
 
 #include <fmt/format.h>
 
@@ -106,6 +108,7 @@ int lock_run::acquire() {
         checker_won_ = true;
         stop.request_stop();
       } else if (waiting()) {
+        explain_tls_ports(*check);
         const acquire_verdict v = judge_acquisition(*check);
         hopeless_in_a_row = v.hopeless ? hopeless_in_a_row + 1 : 0;
         if (hopeless_in_a_row >= hopeless_checks) {
@@ -144,6 +147,7 @@ int lock_run::acquire() {
     return -1;
   }
   if (gave_up) return report_failure(*last_check, *gave_up);
+  explain_tls_ports(*r);
   // An attempt answered by no node says nothing; the last check may.
   if (r->nodes.empty() && last_check) {
     result detail = *last_check;
@@ -151,6 +155,18 @@ int lock_run::acquire() {
     return report_failure(detail, judge_acquisition(detail));
   }
   return report_failure(*r, judge_acquisition(*r));
+}
+
+void lock_run::explain_tls_ports(result& r) {
+  tls_port_.resize(cfg_.nodes.size());
+  for (std::size_t i = 0; i < r.nodes.size() && i < cfg_.nodes.size(); ++i) {
+    node_result& n = r.nodes[i];
+    if (n.status != node_status::unreachable || !may_be_tls_port(n.message)) continue;
+    const node_options node = node_options::parse(cfg_.nodes[i]);
+    if (node.tls.enabled) continue;
+    if (!tls_port_[i]) tls_port_[i] = speaks_tls(node, 1s);
+    if (*tls_port_[i]) n.message = plaintext_to_tls(node, n.message);
+  }
 }
 
 void lock_run::report_waiting(const result& check, std::chrono::steady_clock::duration waited) const {

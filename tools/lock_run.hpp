@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace redsync::cli {
 
@@ -47,6 +48,10 @@ class lock_run {
   // the exit status.
   int acquire();
   void report_waiting(const result& check, std::chrono::steady_clock::duration waited) const;
+  // Rewords the failure of each redis:// node whose port turns out to speak
+  // TLS (asked once per node; see tls_failure.hpp), so that it is judged a
+  // refusal rather than an outage.
+  void explain_tls_ports(result& r);
   int report_failure(const result& r, const acquire_verdict& v) const;
 
   // lock_command.cpp
@@ -73,6 +78,8 @@ class lock_run {
   Mutex main_;
   Mutex checker_;
   bool checker_won_ = false;
+  // Per node: whether its port speaks TLS, once asked (explain_tls_ports).
+  std::vector<std::optional<bool>> tls_port_;
 };
 
 }  // namespace redsync::cli

@@ -1,5 +1,6 @@
 #include "node_probe.hpp"
 
+#include "tls_failure.hpp"
 #include "tls_link.hpp"
 
 #include <redsync/options.hpp>
@@ -122,11 +123,24 @@ std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
 }
 
+// A connection failure that retrying cannot fix, worded with what to do: a
+// failed certificate verification, or a plaintext URI for a TLS port (which
+// resets the connection or closes it: asked again over TLS, it answers).
+void explain(const node_options& node, std::chrono::milliseconds timeout, probe_result& out) {
+  if (!node.tls.enabled && may_be_tls_port(out.error) && speaks_tls(node, timeout))
+    out.error = plaintext_to_tls(node, out.error);
+  if (is_tls_refusal(out.error)) {
+    out.error = with_tls_hint(out.error);
+    out.tls_refused = true;
+  }
+}
+
 void probe_one(const node_options& node, const std::vector<std::vector<std::string>>& commands,
                std::chrono::milliseconds timeout, probe_result& out) {
   probe_link c(node, timeout);
   if (!c.connect_error().empty()) {
     out.error = c.connect_error();
+    explain(node, timeout, out);
     return;
   }
   std::vector<std::vector<std::string>> handshake;
@@ -142,6 +156,7 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
     reply_ptr r = c.command(argv);
     if (!r) {
       out.error = c.error();
+      explain(node, timeout, out);
       return;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -157,6 +172,7 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
     if (!r) {
       out.error = c.error();
       out.replies.clear();
+      explain(node, timeout, out);
       return;
     }
     if (i == 0) out.first_reply = since(start);

@@ -26,6 +26,10 @@ struct probe_result {
   /// When !up: the node refused the credentials (AUTH failed, or NOAUTH: it
   /// needs a password and the URI gives none).
   bool refused = false;
+  /// When !up: a TLS failure that retrying cannot fix (certificate
+  /// verification, a client certificate demanded, a redis:// URI that
+  /// reaches a TLS port); `error` says what to do (tls_failure.hpp).
+  bool tls_refused = false;
   std::vector<probe_reply> replies;  ///< one per command, when up
   /// From sending the commands (after connecting and authenticating) to the
   /// first reply, and to the last.

@@ -34,13 +34,17 @@ constexpr std::array<option_spec, 11> ping_options{{
 struct node_line {
   const probe_result* probe = nullptr;
   bool up = false;
+  // It answered, refusing the credentials: reachable, but no vote is read.
+  bool auth_refused = false;
   std::string error{};  // why not up
   node_vote vote{};
 };
 
 void print_text(const std::vector<node_line>& lines) {
   for (const auto& l : lines) {
-    if (l.up) {
+    if (l.auth_refused) {
+      fmt::print("{}: up, auth refused ({})\n", l.probe->address, l.error);
+    } else if (l.up) {
       fmt::print("{}: up, {} us{}\n", l.probe->address, l.probe->first_reply.count(), vote_suffix(l.vote));
     } else {
       fmt::print("{}: down ({})\n", l.probe->address, l.error);
@@ -53,13 +57,17 @@ void print_json(const std::vector<node_line>& lines, std::size_t up, std::size_t
   for (const auto& l : lines) {
     if (!nodes.empty()) nodes += ',';
     const bool votes = l.up && l.vote.what == node_vote::state::votes;
+    const bool read = l.up && !l.auth_refused;  // its replies were read
+    // auth_refused last: consumers that match the older fields keep working.
     nodes += fmt::format(
-        R"({{"address":{},"up":{},"round_trip_us":{},"error":{},"vote":{},"vote_reason":{},"votes_in_ms":{}}})",
+        R"({{"address":{},"up":{},"round_trip_us":{},"error":{},"vote":{},"vote_reason":{},"votes_in_ms":{},)"
+        R"("auth_refused":{}}})",
         json_string(l.probe->address), json_bool(l.up),
-        l.up ? fmt::format("{}", l.probe->first_reply.count()) : "null", l.up ? "null" : json_string(l.error),
-        l.up ? json_string(to_string(l.vote.what)) : "null",
-        l.up && !votes ? json_string(l.vote.reason) : "null",
-        l.vote.votes_in && l.up ? fmt::format("{}", l.vote.votes_in->count()) : "null");
+        read ? fmt::format("{}", l.probe->first_reply.count()) : "null", read ? "null" : json_string(l.error),
+        read ? json_string(to_string(l.vote.what)) : "null",
+        read && !votes ? json_string(l.vote.reason) : "null",
+        l.vote.votes_in && read ? fmt::format("{}", l.vote.votes_in->count()) : "null",
+        json_bool(l.auth_refused));
   }
   fmt::print(R"({{"nodes":[{}],"up":{},"voting":{},"total":{},"quorum":{}}})"
              "\n",
@@ -102,7 +110,10 @@ int run_ping(std::span<char* const> argv) {
       voting += l.vote.what == node_vote::state::votes ? 1 : 0;
     } else {
       l.error = r.up ? r.replies.at(0).str : r.error;
-      refused += r.refused ? 1 : 0;
+      refused += r.refused || r.tls_refused ? 1 : 0;
+      // A node that refused the credentials answered: it is up.
+      l.auth_refused = l.up = r.refused;
+      up += r.refused ? 1 : 0;
     }
     lines.push_back(std::move(l));
   }
@@ -115,9 +126,12 @@ int run_ping(std::span<char* const> argv) {
     fmt::print("{}/{} nodes up, {}/{} voting, quorum {}\n", up, n, voting, n, quorum);
   }
   std::fflush(stdout);
-  if (up == n) return exit_status::ok;
+  // Refusals first: nodes that answer but refuse, or that no retry can
+  // reach (TLS), on more nodes than a quorum can spare need an operator.
+  if (refused > n - quorum) return exit_status::refused;
+  if (up == n && refused == 0) return exit_status::ok;
   if (up >= quorum) return exit_status::degraded;
-  return refused > n - quorum ? exit_status::refused : exit_status::unavailable;
+  return exit_status::unavailable;
 }
 
 }  // namespace redsync::cli

@@ -117,7 +117,7 @@ int run_status(std::span<char* const> argv) {
     node_state s{.probe = &r};
     if (!r.up) {
       s.error = r.error;
-      refused += r.refused ? 1 : 0;
+      refused += r.refused || r.tls_refused ? 1 : 0;
       nodes.push_back(std::move(s));
       continue;
     }

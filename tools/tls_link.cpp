@@ -1,6 +1,7 @@
 #include "tls_link.hpp"
 
-#include <arpa/inet.h>
+#include "transport/tls_session.hpp"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -9,9 +10,8 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
+
+#include <redsync/error.hpp>
 
 #include <fmt/format.h>
 
@@ -19,31 +19,19 @@
 #include <cstring>
 
 namespace redsync::cli {
-namespace {
-
-std::string openssl_errors() {
-  std::string out;
-  while (const unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
-
-bool is_ip_literal(const std::string& name) {
-  in6_addr a6{};
-  in_addr a4{};
-  return inet_pton(AF_INET, name.c_str(), &a4) == 1 || inet_pton(AF_INET6, name.c_str(), &a6) == 1;
-}
-
-}  // namespace
 
 tls_link::tls_link(const node_options& node, std::chrono::milliseconds timeout) {
   reader_ = redisReaderCreate();
   if (reader_ == nullptr) {
     error_ = "out of memory";
+    return;
+  }
+  try {
+    // Read the files as `redsync lock` does (the arguments were checked
+    // before, so this fails only if a file changed meanwhile).
+    context_ = detail::make_tls_context(node);
+  } catch (const config_error& e) {
+    error_ = fmt::format("TLS: {}", e.what());
     return;
   }
   if (!connect_tcp(node, timeout)) return;
@@ -52,14 +40,23 @@ tls_link::tls_link(const node_options& node, std::chrono::milliseconds timeout) 
   tv.tv_usec = static_cast<decltype(tv.tv_usec)>((timeout.count() % 1000) * 1000);
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (!setup_tls(node)) return;
-  ERR_clear_error();
-  if (SSL_connect(ssl_) != 1) fail_tls("TLS handshake: ");
+  session_ = std::make_unique<detail::tls_session>(*context_);
+  for (;;) {
+    const auto step = session_->handshake();
+    // Our next handshake message, or on failure the alert that tells the
+    // server why.
+    if (!send_output() && step != detail::tls_session::progress::failed) return;
+    if (step == detail::tls_session::progress::done) return;
+    if (step == detail::tls_session::progress::failed) {
+      error_ = "TLS handshake: " + session_->error();
+      return;
+    }
+    if (!receive("TLS handshake: ")) return;
+  }
 }
 
 tls_link::~tls_link() {
-  if (ssl_ != nullptr) SSL_free(ssl_);
-  if (ssl_ctx_ != nullptr) SSL_CTX_free(ssl_ctx_);
+  session_.reset();
   if (fd_ >= 0) ::close(fd_);
   if (reader_ != nullptr) redisReaderFree(reader_);
 }
@@ -113,75 +110,46 @@ bool tls_link::connect_tcp(const node_options& node, std::chrono::milliseconds t
   return fd_ >= 0;
 }
 
-bool tls_link::setup_tls(const node_options& node) {
-  const tls_options& o = node.tls;
-  ERR_clear_error();
-  ssl_ctx_ = SSL_CTX_new(TLS_client_method());
-  if (ssl_ctx_ == nullptr) {
-    error_ = "TLS: " + openssl_errors();
-    return false;
-  }
-  SSL_CTX_set_min_proto_version(ssl_ctx_, TLS1_2_VERSION);
-  SSL_CTX_set_verify(ssl_ctx_, o.insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
-  verifies_ = !o.insecure_skip_verify;
-  // An encrypted key fails instead of prompting for a pass phrase.
-  SSL_CTX_set_default_passwd_cb(ssl_ctx_, [](char*, int, int, void*) { return 0; });
-  const bool loaded =
-      o.ca_file.empty() && o.ca_dir.empty()
-          ? SSL_CTX_set_default_verify_paths(ssl_ctx_) == 1
-          : SSL_CTX_load_verify_locations(ssl_ctx_, o.ca_file.empty() ? nullptr : o.ca_file.c_str(),
-                                          o.ca_dir.empty() ? nullptr : o.ca_dir.c_str()) == 1;
-  if (!loaded) {
-    error_ = fmt::format("TLS: cannot load the CA certificates: {}", openssl_errors());
-    return false;
-  }
-  if (!o.cert_file.empty() &&
-      (SSL_CTX_use_certificate_chain_file(ssl_ctx_, o.cert_file.c_str()) != 1 ||
-       SSL_CTX_use_PrivateKey_file(ssl_ctx_, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
-    error_ = fmt::format("TLS: cannot load the client certificate: {}", openssl_errors());
-    return false;
-  }
-  ssl_ = SSL_new(ssl_ctx_);
-  if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
-    error_ = "TLS: " + openssl_errors();
-    return false;
-  }
-  const std::string name = o.server_name.empty() ? node.host : o.server_name;
-  const bool ip = is_ip_literal(name);
-  if (!ip) SSL_set_tlsext_host_name(ssl_, name.c_str());
-  if (!o.insecure_skip_verify) {
-    const int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str())
-                      : SSL_set1_host(ssl_, name.c_str());
-    if (ok != 1) {
-      error_ = fmt::format("TLS: cannot check the server's name \"{}\": {}", name, openssl_errors());
+// Writes the session's pending ciphertext to the socket.
+bool tls_link::send_output() {
+  std::string out;
+  session_->take_output(out);
+  std::size_t sent = 0;
+  while (sent < out.size()) {
+    const ssize_t n = ::send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error_ = fmt::format("TLS: write: {}",
+                           errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : std::strerror(errno));
       return false;
     }
+    sent += static_cast<std::size_t>(n);
   }
   return true;
 }
 
-// As the library words it (lib/transport/tls_session.cpp).
-void tls_link::fail_tls(const char* during) {
-  const unsigned long first = ERR_peek_error();
-  const long verdict = verifies_ ? SSL_get_verify_result(ssl_) : X509_V_OK;
-  std::string queue = openssl_errors();
-  if (verdict != X509_V_OK) {
-    error_ = fmt::format("{}certificate verify failed: {}", during, X509_verify_cert_error_string(verdict));
-    return;
+// Reads what the socket has (blocking, bounded by the timeout) into the session.
+bool tls_link::receive(const char* during) {
+  char buf[16 * 1024];
+  ssize_t n = 0;
+  do {
+    n = ::recv(fd_, buf, sizeof buf, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) {
+    error_ = fmt::format("{}the server closed the connection", during);
+    return false;
   }
-  if (ERR_GET_REASON(first) == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED) {
-    error_ =
-        fmt::format("{}the server requires a client certificate (--tls-cert, --tls-key): {}", during, queue);
-    return;
+  if (n < 0) {
+    error_ = fmt::format("{}{}", during,
+                         errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : std::strerror(errno));
+    return false;
   }
-  if (queue.empty()) {
-    queue = errno == EAGAIN || errno == EWOULDBLOCK ? std::string("timed out")
-                                                    : std::string("the server closed the connection");
-  }
-  error_ = during + queue;
+  session_->feed(buf, static_cast<std::size_t>(n));
+  return true;
 }
 
 void tls_link::append(const std::vector<std::string>& argv) {
+  if (!ok()) return;
   std::vector<const char*> args;
   std::vector<size_t> lens;
   for (const auto& a : argv) {
@@ -190,40 +158,45 @@ void tls_link::append(const std::vector<std::string>& argv) {
   }
   char* cmd = nullptr;
   const int len = redisFormatCommandArgv(&cmd, static_cast<int>(args.size()), args.data(), lens.data());
-  if (len > 0) out_.append(cmd, static_cast<std::size_t>(len));
+  if (len > 0 && !session_->write(cmd, static_cast<std::size_t>(len))) {
+    error_ = "TLS: " + session_->error();
+  }
   redisFreeCommand(cmd);
 }
 
-bool tls_link::flush() {
-  if (out_.empty()) return true;
-  ERR_clear_error();
-  std::size_t written = 0;
-  if (SSL_write_ex(ssl_, out_.data(), out_.size(), &written) != 1) {
-    fail_tls("TLS: write: ");
-    return false;
-  }
-  out_.clear();
-  return true;
-}
-
 redisReply* tls_link::read_reply() {
-  if (!ok() || !flush()) return nullptr;
+  if (!ok() || !send_output()) return nullptr;
   for (;;) {
+    if (!plain_in_.empty()) {
+      redisReaderFeed(reader_, plain_in_.data(), plain_in_.size());
+      plain_in_.clear();
+    }
     void* reply = nullptr;
     if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
       error_ = fmt::format("protocol error: {}", reader_->errstr);
       return nullptr;
     }
     if (reply != nullptr) return static_cast<redisReply*>(reply);
-    char buf[16 * 1024];
-    std::size_t n = 0;
-    ERR_clear_error();
-    if (SSL_read_ex(ssl_, buf, sizeof buf, &n) != 1) {
-      fail_tls("TLS: read: ");
+    if (!receive("TLS: read: ")) return nullptr;
+    const bool open = session_->read(plain_in_);
+    // A post-handshake message may want an answer (a KeyUpdate).
+    if (!send_output()) return nullptr;
+    if (!open && plain_in_.empty()) {
+      error_ = "TLS: read: " + session_->error();
       return nullptr;
     }
-    redisReaderFeed(reader_, buf, n);
   }
+}
+
+bool speaks_tls(const node_options& node, std::chrono::milliseconds timeout) {
+  if (!node.unix_path.empty()) return false;
+  node_options probe = node;
+  probe.tls = tls_options{};
+  probe.tls.enabled = true;
+  probe.tls.insecure_skip_verify = true;
+  const tls_link link(probe, timeout);
+  // A server that wants a client certificate speaks TLS as well.
+  return link.ok() || link.error().find("client certificate") != std::string::npos;
 }
 
 }  // namespace redsync::cli

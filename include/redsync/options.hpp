@@ -34,8 +34,9 @@ struct tls_options {
   /// Default empty: with `ca_dir` also empty, the system's trust store
   /// (OpenSSL's default paths, /etc/ssl/certs on Debian).
   std::string ca_file{};
-  /// Directory of CA certificates in OpenSSL's hashed layout (`c_rehash`,
-  /// `openssl rehash`). Default empty; may be combined with `ca_file`.
+  /// Directory of PEM CA certificates: every certificate in each of its
+  /// regular files is read when the Redsync is constructed (no hashed names
+  /// needed). Default empty; may be combined with `ca_file`.
   std::string ca_dir{};
   /// PEM file of the client certificate (chain) for mutual TLS. Default
   /// empty = no client certificate. Needs `key_file`.

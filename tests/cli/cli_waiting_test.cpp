@@ -72,11 +72,35 @@ TEST_SUITE("cli") {
     auto ping = run_cli({"ping", none}, dir.path(), 10s);
     INFO(show(ping));
     CHECK(ping.status == refused_status);
-    CHECK(contains(ping.out, nodes.addresses()[0] + ": down (NOAUTH: the server requires a password"));
+    // It answered: up, but refusing.
+    CHECK(contains(ping.out,
+                   nodes.addresses()[0] + ": up, auth refused (NOAUTH: the server requires a password"));
     auto status = run_cli({"status", none, "cli-noauth"}, dir.path(), 10s);
     INFO(show(status));
     CHECK(status.status == refused_status);
     CHECK(contains(status.out, "0/3 nodes answered"));
+  }
+
+  TEST_CASE("cli: ping shows a node that refuses the password as up, auth refused, and counts it reachable") {
+    cluster nodes(3, {.password = "secret"});
+    temp_dir dir;
+    auto all = run_cli({"ping", nodes_with_credentials(nodes, ":wrong@")}, dir.path(), 10s);
+    INFO(show(all));
+    CHECK(all.status == refused_status);  // too many refuse for a quorum
+    for (const auto& address : nodes.addresses())
+      CHECK(contains(all.out, address + ": up, auth refused (AUTH: WRONGPASS"));
+    CHECK(contains(all.out, "3/3 nodes up, 0/3 voting"));
+    CHECK_FALSE(contains(all.out, "down"));
+
+    // One node with the wrong password: a quorum is usable, the exit says degraded.
+    const auto addresses = nodes.addresses();
+    const std::string mixed = "--nodes=redis://:wrong@" + addresses[0] + ",redis://:secret@" + addresses[1] +
+                              ",redis://:secret@" + addresses[2];
+    auto one = run_cli({"ping", "--json", mixed}, dir.path(), 10s);
+    INFO(show(one));
+    CHECK(one.status == 1);
+    CHECK(contains(one.out, R"("auth_refused":true})"));
+    CHECK(contains(one.out, R"("up":3,)"));
   }
 
   TEST_CASE(

@@ -114,6 +114,31 @@ TEST_CASE("prometheus_text writes HELP and TYPE once per metric and one sample p
   CHECK(text.back() == '\n');
 }
 
+TEST_CASE("prometheus_text gives each call family only the results it can end with, and any counted one") {
+  redsync::stats_snapshot s = sample();
+  // Impossible, but counted: shown all the same, never hidden.
+  s.releases.failed[static_cast<std::size_t>(redsync::errc::already_held)] = 1;
+  const std::string text = redsync::prometheus_text(s);
+  CHECK(has_line(text, "redsync_acquisitions_total{result=\"already_held\"} 0"));
+  CHECK(has_line(text, "redsync_acquisitions_total{result=\"validity_elapsed\"} 0"));
+  CHECK(text.find("redsync_acquisitions_total{result=\"lost\"}") == std::string::npos);
+  CHECK(text.find("redsync_acquisitions_total{result=\"not_held\"}") == std::string::npos);
+  CHECK(text.find("redsync_acquisitions_total{result=\"expired\"}") == std::string::npos);
+  CHECK(has_line(text, "redsync_releases_total{result=\"taken\"} 0"));
+  CHECK(has_line(text, "redsync_releases_total{result=\"lost\"} 0"));
+  CHECK(text.find("redsync_releases_total{result=\"busy\"}") == std::string::npos);
+  CHECK(text.find("redsync_releases_total{result=\"validity_elapsed\"}") == std::string::npos);
+  CHECK(has_line(text, "redsync_releases_total{result=\"already_held\"} 1"));
+  CHECK(has_line(text, "redsync_extensions_total{result=\"validity_elapsed\"} 0"));
+  CHECK(text.find("redsync_extensions_total{result=\"busy\"}") == std::string::npos);
+  CHECK(text.find("redsync_extensions_total{result=\"already_held\"}") == std::string::npos);
+  for (const char* family : {"acquisitions", "releases", "extensions"}) {
+    CAPTURE(family);
+    CHECK(text.find(std::string("redsync_") + family + "_total{result=\"would_deadlock\"}") ==
+          std::string::npos);
+  }
+}
+
 TEST_CASE("prometheus_text histogram buckets are cumulative and end with +Inf, _sum in seconds, _count") {
   const std::string text = redsync::prometheus_text(sample());
   const std::string node = "node=\"127.0.0.1:7001\"";

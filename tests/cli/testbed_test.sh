@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# scripts/testbed and scripts/demo from a cold start, on free ports in a fresh
+# state folder (never the user's testbed):
+#   - `up` leaves brand-new nodes ready to vote, so examples/basic (expiry
+#     10 s, waiting at most 5 s) and examples/std_lock succeed first time;
+#   - the examples and the redsync tool find the nodes from
+#     REDSYNC_TESTBED_PORT alone, and from `scripts/testbed env`;
+#   - scripts/demo refuses a testbed that already runs on its ports and
+#     leaves it running;
+#   - `env` of a testbed that is down says so and fails.
+#
+#   testbed_test.sh REPO BUILD_DIR     (meson passes both; see meson.build)
+set -uo pipefail
+
+REPO=$1
+BUILD=$2
+TESTBED=$REPO/scripts/testbed
+export REDSYNC_CLI=$BUILD/tools/redsync
+export REDSYNC_TESTBED_DIR
+REDSYNC_TESTBED_DIR=$(mktemp -d "${TMPDIR:-/tmp}/redsync-testbed-test.XXXXXX")
+unset REDSYNC_NODES REDSYNC_RESTART_GUARD REDSYNC_TESTBED_NODES REDSYNC_TESTBED_GUARD
+failures=0
+
+cleanup() {
+  "$TESTBED" down >/dev/null 2>&1 || true
+  rm -rf "$REDSYNC_TESTBED_DIR"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+# check DESCRIPTION COMMAND...: the command must succeed.
+check() {
+  local what=$1
+  shift
+  "$@" || fail "$what"
+}
+
+port_free() { ! timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# Five free ports in a row, away from the default 7001 and below the
+# ephemeral range (outgoing connections take ports from 32768 up).
+find_ports() {
+  local try base i ok
+  for ((try = 0; try < 50; try++)); do
+    base=$((10000 + RANDOM % 20000))
+    ok=1
+    for ((i = 0; i < 5; i++)); do port_free $((base + i)) || ok=0; done
+    ((ok)) && { echo "$base"; return 0; }
+  done
+  return 1
+}
+
+# ---- a cold start: up, then the README's example must work first time ----------
+# A port found free may be taken before redis-server binds it (tests run in
+# parallel): then the testbed starts over on other ports.
+export REDSYNC_TESTBED_PORT
+for ((attempt = 1; ; attempt++)); do
+  REDSYNC_TESTBED_PORT=$(find_ports) || { echo "FAIL: no free ports" >&2; exit 1; }
+  echo "testbed on ports $REDSYNC_TESTBED_PORT.., state in $REDSYNC_TESTBED_DIR"
+  up_out=$("$TESTBED" up 2>&1)
+  up_rc=$?
+  echo "$up_out"
+  [[ $up_rc == 0 ]] && break
+  "$TESTBED" down >/dev/null 2>&1
+  if ((attempt == 3)) || [[ $up_out != *"Address already in use"* && $up_out != *"in use by a process"* ]]; then
+    echo "FAIL: testbed up exited $up_rc" >&2
+    exit 1
+  fi
+done
+[[ $up_out == *"ready: all 5 nodes vote"* ]] || fail "up did not report the nodes ready"
+
+basic_out=$("$BUILD/examples/basic" 2>&1)
+basic_rc=$?
+[[ $basic_rc == 0 ]] || fail "basic right after a cold 'up' (REDSYNC_TESTBED_PORT only) exited $basic_rc: $basic_out"
+std_out=$("$BUILD/examples/std_lock" 2>&1)
+[[ $? == 0 ]] || fail "std_lock right after a cold 'up' failed: $std_out"
+
+# ---- the tool follows REDSYNC_TESTBED_PORT --------------------------------------------
+ping_out=$("$REDSYNC_CLI" ping 2>&1)
+ping_rc=$?
+[[ $ping_rc == 0 && $ping_out == *"127.0.0.1:$REDSYNC_TESTBED_PORT: up"* && $ping_out == *"5/5 nodes up, 5/5 voting"* ]] ||
+  fail "redsync ping with REDSYNC_TESTBED_PORT=$REDSYNC_TESTBED_PORT (rc $ping_rc): $ping_out"
+bad_out=$(REDSYNC_TESTBED_PORT=seven "$REDSYNC_CLI" ping 2>&1)
+[[ $? == 64 && $bad_out == *'REDSYNC_TESTBED_PORT: invalid number "seven"'* ]] ||
+  fail "a bad REDSYNC_TESTBED_PORT is not a usage error naming it: $bad_out"
+
+# ---- scripts/testbed env ---------------------------------------------------------------
+env_out=$("$TESTBED" env)
+want="export REDSYNC_NODES=redis://127.0.0.1:$REDSYNC_TESTBED_PORT"
+for ((i = 1; i < 5; i++)); do want+=",redis://127.0.0.1:$((REDSYNC_TESTBED_PORT + i))"; done
+[[ $env_out == "$want" ]] || fail "env printed '$env_out', expected '$want'"
+(
+  eval "$env_out"
+  unset REDSYNC_TESTBED_PORT
+  out=$("$BUILD/examples/basic" 2>&1) || { echo "FAIL: basic with REDSYNC_NODES from env: $out" >&2; exit 1; }
+  out=$("$REDSYNC_CLI" ping 2>&1) || { echo "FAIL: ping with REDSYNC_NODES from env: $out" >&2; exit 1; }
+) || failures=$((failures + 1))
+
+# ---- scripts/demo leaves a running testbed alone -------------------------------------
+demo_out=$("$REPO/scripts/demo" 2>&1)
+demo_rc=$?
+[[ $demo_rc != 0 && $demo_out == *"a testbed is already running on ports $REDSYNC_TESTBED_PORT"* ]] ||
+  fail "demo on a running testbed (rc $demo_rc): $demo_out"
+check "the testbed still runs after the demo refused it" "$TESTBED" env >/dev/null
+[[ $("$REDSYNC_CLI" ping 2>&1) == *"5/5 nodes up"* ]] || fail "nodes gone after the demo refused"
+
+# ---- env of a testbed that is down -------------------------------------------------------
+"$TESTBED" down >/dev/null 2>&1 || fail "down"
+down_err=$("$TESTBED" env 2>&1 >/dev/null)
+[[ $? != 0 && $down_err == *"is not up (0/5 nodes running)"* ]] || fail "env of a stopped testbed: $down_err"
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all checks passed"
