@@ -136,13 +136,11 @@ json run_ladder(const config& cfg) {
   const std::string value = "ladder-value-0123456789abcdef";
   const std::string expiry_ms = "8000";
   const std::string line = rd::line_key(key), leases = rd::lease_key(key), channel = rd::release_channel(key);
-  const std::string claim_ms = "650";
   const std::vector<std::string_view> release_keys{key, line, leases};
 
   std::vector<rung> rungs;
   const auto bare_release = rd::make_script_call(compare_and_delete(), {key}, {value});
-  const auto our_release =
-      rd::make_script_call(rd::release_script(), release_keys, {value, claim_ms, channel});
+  const auto our_release = rd::make_script_call(rd::release_script(), release_keys, {value, "0", channel});
   rungs.push_back({"bare: SET NX PX + compare-and-delete",
                    rd::encode_command({"SET", key, value, "NX", "PX", expiry_ms}),
                    1,
@@ -175,7 +173,7 @@ json run_ladder(const config& cfg) {
     std::vector<std::string_view> keys{key, rd::record_key, line, leases};
     rungs.push_back(
         {"script: our acquire script instead of the transaction (before issue 12)", nullptr, 1,
-         rd::make_script_call(rd::acquire_script(), keys, {value, expiry_ms, "1", "1000", "0", claim_ms}),
+         rd::make_script_call(rd::acquire_script(), keys, {value, expiry_ms, "1", "1000", "0", "1", channel}),
          our_release});
   }
 

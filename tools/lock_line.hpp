@@ -5,7 +5,7 @@
 // scripts.hpp): the line is the sorted set NAME:redsync-line (member: the
 // waiter's lock value, score: its arrival, µs since the epoch on its own
 // clock), the leases the hash NAME:redsync-leases (member -> server ms until
-// which the waiter counts; "\0free" is the line's own bookkeeping), and the
+// which the waiter counts), and the
 // fencing counter the field `fence` of the hash redsync:node.
 // Pure, except for the commands it names.
 #pragma once

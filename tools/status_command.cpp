@@ -134,7 +134,7 @@ int run_status(std::span<char* const> argv) {
     if (value.type == probe_reply::kind::error) {
       s.error = value.str;
     } else if (value.type == probe_reply::kind::string && reserved_for(value.str)) {
-      // Released, and kept for the head of the line for its claim window:
+      // Released, and kept for the head of the line while the line lives:
       // nobody holds it.
       s.reserved_for = reserved_for(value.str);
       if (pttl.type == probe_reply::kind::integer && pttl.integer >= 0) s.pttl_ms = pttl.integer;
@@ -216,9 +216,10 @@ int run_status(std::span<char* const> argv) {
       if (!s.error.empty()) {
         line = fmt::format("{}: error ({})", address, s.error);
       } else if (s.reserved_for) {
-        line = fmt::format("{}: released, kept for the head of the line ({}) for {}", address,
-                           describe_waiter({*s.reserved_for, 0, 0, {}, decode_holder_value(*s.reserved_for)}),
-                           s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("its claim window"));
+        line = fmt::format(
+            "{}: released, kept for the head of the line ({}) for {}", address,
+            describe_waiter({*s.reserved_for, 0, 0, {}, decode_holder_value(*s.reserved_for)}),
+            s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("as long as the line lives"));
       } else if (!s.value) {
         line = fmt::format("{}: absent", address);
       } else {

@@ -34,7 +34,8 @@ round_spec undo_round(mutex_state& st) {
 }
 
 void send_undo_unawaited(mutex_state& st, std::size_t i) {
-  send_script(st.eng.script_mode(), st.eng.node(i), st.route, st.undo(), st.timeout, [](command_result&&) {});
+  send_script_in_order(st.eng.script_mode(), st.eng.node(i), st.route, st.undo(), st.timeout,
+                       [](command_result&&) {});
 }
 
 round_sender retried_release_sender(mutex_state& st) {
@@ -49,11 +50,6 @@ round_sender retried_release_sender(mutex_state& st) {
 void release_everywhere_retried(mutex_state& st) {
   const auto send = retried_release_sender(st);
   for (std::size_t i = 0; i < st.eng.size(); ++i) send(i, st.eng.node(i), [](command_result&&) {});
-}
-
-void send_release_unawaited(mutex_state& st, std::size_t i) {
-  send_script(st.eng.script_mode(), st.eng.node(i), st.route, st.release_call, st.timeout,
-              [](command_result&&) {});
 }
 
 errc holder_failure(const tally& t, std::size_t quorum) {

@@ -34,7 +34,8 @@ round_spec release_round(const mutex_state& st);
 // and its place in line stays (scripts.hpp, rule U).
 round_spec undo_round(mutex_state& st);
 
-// The undo to node `i`, sent once, nobody waiting for the reply.
+// The undo to node `i`, sent once, nobody waiting for the reply; in order
+// (send_script_in_order: the next attempt follows on the same connection).
 void send_undo_unawaited(mutex_state& st, std::size_t i);
 
 // Sends the release of the current value, retried in the background while a
@@ -46,9 +47,6 @@ round_sender retried_release_sender(mutex_state& st);
 
 // The retried release to every node, nobody waiting for the replies.
 void release_everywhere_retried(mutex_state& st);
-
-// The release to node `i`, sent once, nobody waiting for the reply.
-void send_release_unawaited(mutex_state& st, std::size_t i);
 
 // Why a holder's step (release, extend, check) failed. We only claim
 // "taken" or "expired" when a quorum of nodes told us the state of the key.

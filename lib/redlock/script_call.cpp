@@ -166,4 +166,11 @@ void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const s
   send_eval(pool, route, call, timeout, std::move(done), std::move(wanted));
 }
 
+void send_script_in_order(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+                          microseconds timeout, command_callback done) {
+  if (mode == script_mode::functions)
+    return load_and_call(pool, route, call, clock::now() + timeout, microseconds::zero(), std::move(done));
+  pool.send(route, to_eval(call), timeout, std::move(done));
+}
+
 }  // namespace redsync::detail

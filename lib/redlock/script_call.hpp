@@ -68,4 +68,15 @@ using fallback_wanted = std::function<bool()>;
 void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
                  std::chrono::microseconds timeout, command_callback done, fallback_wanted wanted = {});
 
+// Sends `call` so that it runs in its place on the connection, with no
+// fallback sent later: EVAL with the source (eval mode), or FUNCTION LOAD
+// REPLACE and FCALL pipelined (functions mode). For a command nobody awaits
+// while later commands follow on the same connection (the undo of a failed
+// attempt to a node that did not answer): a fallback sent after a NOSCRIPT
+// answer would run after the next attempt's SET of the same value, and
+// delete a lock that attempt won. Costs the script's source on the wire;
+// only the failure paths use it.
+void send_script_in_order(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+                          std::chrono::microseconds timeout, command_callback done);
+
 }  // namespace redsync::detail

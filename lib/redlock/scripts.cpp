@@ -52,6 +52,17 @@ local function live_head(i)
     redis.call('HDEL', leases(i), first)
   end
 end
+-- Refreshes the caller's lease in line i, and keeps the line (and so a
+-- reservation made from it) alive at least as long as that lease.
+local function keep_place(i, lease)
+  redis.call('HSET', leases(i), ARGV[1], clock() + lease)
+  if redis.call('PTTL', line(i)) < lease then
+    redis.call('PEXPIRE', line(i), lease)
+  end
+  if redis.call('PTTL', leases(i)) < lease then
+    redis.call('PEXPIRE', leases(i), lease)
+  end
+end
 -- Reserves name i for waiter h for as long as the line lives (the line's
 -- TTL is at least every live waiter's lease), and tells h unless it is
 -- `quiet` (the caller itself). A node over its maxmemory refuses the SET
@@ -161,6 +172,16 @@ constexpr std::string_view acquire_body = R"lua(
 local record = KEYS[n + 1]
 local value = ARGV[1]
 local mode = ARGV[5]
+-- Rule A first: where our arrival moved back (we were evicted on some
+-- node), our old rank here must not make us the head.
+if mode ~= '0' then
+  for i = 1, n do
+    local score = redis.call('ZSCORE', line(i), value)
+    if score and tonumber(score) < tonumber(ARGV[3]) then
+      redis.call('ZADD', line(i), ARGV[3], value)
+    end
+  end
+end
 -- Rule H: only the live head of every line the names have (or anyone, on
 -- names nobody waits for) may take them.
 local head_everywhere = true
@@ -206,7 +227,7 @@ if won then
   if in_line == 1 then
     for i = 1, n do
       if redis.call('ZSCORE', line(i), value) then
-        redis.call('HSET', leases(i), value, clock() + tonumber(ARGV[4]))
+        keep_place(i, tonumber(ARGV[4]))
       end
     end
   end
@@ -234,24 +255,20 @@ local lease = tonumber(ARGV[4])
 local evicted = false
 for i = 1, n do
   local score = redis.call('ZSCORE', line(i), value)
-  if not score and mode == '2' then
+  if score and tonumber(redis.call('HGET', leases(i), value) or '0') < clock() then
+    -- Still listed behind a live head, but our lease ran out: we were gone
+    -- (live_head only drops the expired at the front). Same as evicted.
+    evicted = true
+    redis.call('ZADD', line(i), ARGV[6], value)
+  elseif not score and mode == '2' then
     -- We were in this line and are not any more: our lease ran out (or the
     -- node lost the line). Back of the line, at this attempt's time.
     evicted = true
     redis.call('ZADD', line(i), ARGV[6], value)
   elseif not score then
     redis.call('ZADD', line(i), ARGV[3], value)
-  elseif tonumber(score) < tonumber(ARGV[3]) then
-    -- Our arrival moved back (we were evicted elsewhere): never forward.
-    redis.call('ZADD', line(i), ARGV[3], value)
   end
-  redis.call('HSET', leases(i), value, clock() + lease)
-  if redis.call('PTTL', line(i)) < lease then
-    redis.call('PEXPIRE', line(i), lease)
-  end
-  if redis.call('PTTL', leases(i)) < lease then
-    redis.call('PEXPIRE', leases(i), lease)
-  end
+  keep_place(i, lease)
 end
 local first = true
 for i = 1, n do

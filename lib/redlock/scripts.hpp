@@ -40,9 +40,12 @@ inline constexpr std::string_view record_key = "redsync:node";
 //     live waiter, and free otherwise. Every script that touches a name
 //     restores R there (`settle`), retargeting a reservation to the current
 //     head and publishing the head's value on the name's channel (a
-//     wake-up) when it changes. Time alone can break R in one way: a
-//     holder's key expires (the holder crashed or paused) while waiters
-//     live; the next script on the name restores it.
+//     wake-up) when it changes. Time alone can break R in two ways,
+//     both after a crash: a holder's key expires while waiters live (the
+//     name is free), or the head's lease runs out while the line lives on
+//     for a longer lease of a waiter that left (the name stays reserved
+//     for nobody live, refusing a plain SET NX until the line expires). The
+//     next script on the name restores R.
 //   H (head) only the live head of every line of the names (or anyone, on
 //     names nobody lives in) may take them, and it may take a free name or
 //     one reserved for anyone: no reservation is ever closed to the head.

@@ -68,6 +68,7 @@ const script_call& waiting_line::call_for(std::size_t i) const {
 void waiting_line::on_attempt_sent() {
   std::fill(open_.begin(), open_.end(), false);
   if (!waits_ || !reaches_quorum_) return;
+  ++*joins_sent_;
   for (auto& p : places_)
     if (p == place::out) p = place::maybe;
 }
@@ -138,9 +139,17 @@ void waiting_line::stop_listening(release_listener::waiter* w) {
   listening_ = false;
 }
 
+fallback_wanted waiting_line::before_next_attempt() const {
+  return [sent = joins_sent_, n = *joins_sent_, st = st_.weak_from_this(), gen = st_.generation] {
+    const auto s = st.lock();
+    return s && *sent == n && s->generation == gen;
+  };
+}
+
 void waiting_line::leave() {
   if (st_.eng.shutting_down()) return;
   std::shared_ptr<script_call> call;  // encoded only if some node needs it (not on the common path)
+  const fallback_wanted wanted = before_next_attempt();
   for (std::size_t i = 0; i < places_.size(); ++i) {
     if (places_[i] == place::out) continue;
     places_[i] = place::out;
@@ -149,8 +158,9 @@ void waiting_line::leave() {
       args.insert(args.end(), st_.channels.begin(), st_.channels.end());
       call = std::make_shared<script_call>(make_script_call(leave_script(), st_.release_keys, args));
     }
-    send_script(st_.eng.script_mode(), st_.eng.node(i), st_.route, *call, st_.timeout,
-                [call](command_result&&) {});
+    send_script(
+        st_.eng.script_mode(), st_.eng.node(i), st_.route, *call, st_.timeout, [call](command_result&&) {},
+        wanted);
   }
 }
 

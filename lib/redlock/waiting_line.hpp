@@ -24,6 +24,8 @@
 #include "redlock/round.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +74,10 @@ class waiting_line {
   enum class place : unsigned char { out, maybe, in };
 
   std::string fresh_arrival() const;
+  // A leave's script fallback (after NOSCRIPT) goes out only while no later
+  // attempt of this acquisition joined the line: it would run after that
+  // join and take us out of the line again.
+  fallback_wanted before_next_attempt() const;
 
   mutex_state& st_;
   const std::string_view value_;
@@ -86,6 +92,7 @@ class waiting_line {
   bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
   bool first_ = true;           // the last answers made us the head somewhere (assumed at first)
   bool listening_ = false;
+  std::shared_ptr<std::uint64_t> joins_sent_ = std::make_shared<std::uint64_t>(0);
 };
 
 }  // namespace redsync::detail

@@ -46,12 +46,15 @@ redis_client::reply acquire(redis_client& node, const std::string& name, const s
 }
 
 // The release script; `undo`: a failed attempt's undo (rule U).
-redis_client::reply release(redis_client& node, const std::string& name, const std::string& value, bool undo) {
+redis_client::reply release(redis_client& node, const std::string& name, const std::string& value,
+                            bool undo) {
   return node.command({"EVAL", std::string(d::release_script().source), "3", name, d::line_key(name),
                        d::lease_key(name), value, undo ? "1" : "0", d::release_channel(name)});
 }
 
-void sleep_until(clock_type::time_point t) { std::this_thread::sleep_until(t); }
+void sleep_until(clock_type::time_point t) {
+  std::this_thread::sleep_until(t);
+}
 
 }  // namespace
 
@@ -68,7 +71,8 @@ TEST_SUITE("line_attack") {
   //     acq#0 (X holds: join) | undo#0 EVALSHA -> NOSCRIPT | acq#1 .. |
   //     X lets go | acq#3 wins (decisive: node 1 won too) | undo#0 EVAL
   //     deletes W's key | ...
-  TEST_CASE("an unawaited undo answered NOSCRIPT runs after the next attempt's win and deletes the holder's key") {
+  TEST_CASE(
+      "an unawaited undo answered NOSCRIPT runs after the next attempt's win and deletes the holder's key") {
     cluster c(3);
     tcp_proxy slow(c[2].port());
     const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
@@ -149,10 +153,12 @@ TEST_SUITE("line_attack") {
     std::this_thread::sleep_for(700ms);  // W's 300 ms lease is long gone
     CHECK(acquire(node, name, "U", "400", "10000", "2", "500").integer == -1);
     auto back = acquire(node, name, "W", "300", "10000", "2", "600");
-    CHECK_MESSAGE(back.integer == -3, "W was told ", back.integer, " (still in line), not -3 (put at the back)");
+    CHECK_MESSAGE(back.integer == -3, "W was told ", back.integer,
+                  " (still in line), not -3 (put at the back)");
     const auto w = node.command({"ZSCORE", d::line_key(name), "W"});
     const auto u = node.command({"ZSCORE", d::line_key(name), "U"});
-    CHECK_MESSAGE(std::stoll(w.str) > std::stoll(u.str), "W is still ahead of U: W at ", w.str, ", U at ", u.str);
+    CHECK_MESSAGE(std::stoll(w.str) > std::stoll(u.str), "W is still ahead of U: W at ", w.str, ", U at ",
+                  u.str);
   }
 
   // LOW-MEDIUM (rule R / L). The acquire script's winning branch renews
@@ -170,7 +176,7 @@ TEST_SUITE("line_attack") {
     const auto t0 = clock_type::now();
     REQUIRE(acquire(node, name, "H", "100", "10000", "0", "100").type == reply_kind::array);
     CHECK(acquire(node, name, "W", "200", "800", "1", "200").integer == -2);  // line TTL 800 ms
-    CHECK(release(node, name, "H", false).integer == 1);  // reserved for W
+    CHECK(release(node, name, "H", false).integer == 1);                      // reserved for W
     sleep_until(t0 + 500ms);
     // W's attempt wins here (and, say, loses the other nodes): its lease now
     // runs to ~1300 ms.
@@ -178,7 +184,7 @@ TEST_SUITE("line_attack") {
     REQUIRE(won.type == reply_kind::array);
     CHECK(won.elements[4].integer == 1);
     CHECK(release(node, name, "W", true).integer == 1);  // undo: reserved for W again
-    sleep_until(t0 + 950ms);                              // W's lease still has ~350 ms
+    sleep_until(t0 + 950ms);                             // W's lease still has ~350 ms
     CHECK_MESSAGE(node.command({"ZSCORE", d::line_key(name), "W"}).type == reply_kind::string,
                   "the line expired under its live head");
     auto stolen = node.command({"SET", name, "newcomer", "NX", "PX", "10000"});

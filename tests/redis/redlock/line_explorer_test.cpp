@@ -1024,11 +1024,10 @@ TEST_SUITE("line-explorer") {
     if (!x.failed()) x.check_empty();
   }
 
-  // Fails at 9fdfd4b (reported to the lead, may_fail until fixed): the
-  // acquire script checks for the head before it moves a score back to
-  // ARGV's arrival, so E's next attempt wins nodes 1 and 2 at its old rank.
-  TEST_CASE("a waiter one node lost goes to the back, and does not come back at its old arrival" *
-            doctest::may_fail()) {
+  // Failed at 9fdfd4b: the acquire script checked for the head before it
+  // moved a score back to ARGV's arrival, so E's next attempt won nodes 1
+  // and 2 at its old rank.
+  TEST_CASE("a waiter one node lost goes to the back, and does not come back at its old arrival") {
     cluster c(3);
     explorer x(c, 0);
     const int h = x.add_client("H", {0});

@@ -133,6 +133,51 @@ TEST_SUITE("line") {
   }
 
   TEST_CASE(
+      "a multi-name waiter at the head of a free name's line is not overtaken by a newcomer's transaction") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto a = unique_name("multi-head-a"), b = unique_name("multi-head-b");
+    auto holder = rs.new_mutex(a);
+    REQUIRE(holder.lock(redsync::context{}).ok());  // rs learns every node's window: transactions from now on
+    auto probe = rs.new_mutex(b);
+    REQUIRE(probe.lock(redsync::context{}).ok());
+    REQUIRE(probe.unlock(redsync::context{}).ok());
+    // The multi-name waiter heads b's line (b is free) but waits for a.
+    auto multi = rs.new_multi_mutex({a, b}, {.tries = 100000, .retry_delay = [](int) { return 20ms; }});
+    auto multi_done = multi.lock_future(redsync::context::timeout(20s));
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).command({"ZCARD", b + ":redsync-line"}).integer != 1) return false;
+          return true;
+        },
+        3s));
+    // b is reserved for it (rule R), so a newcomer's SET NX on b fails...
+    auto newcomer = rs.new_mutex(b, {.tries = 100000, .retry_delay = [](int) { return 20ms; }});
+    auto newcomer_done = newcomer.lock_future(redsync::context::timeout(20s));
+    // ...and it waits behind the multi-name waiter.
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < c.size(); ++i)
+            if (redis_client(c[i]).command({"ZCARD", b + ":redsync-line"}).integer != 2) return false;
+          return true;
+        },
+        3s));
+    CHECK(newcomer_done.wait_for(200ms) == std::future_status::timeout);
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    REQUIRE(multi_done.wait_for(10s) == std::future_status::ready);
+    auto rm = multi_done.get();
+    REQUIRE_MESSAGE(rm.ok(), rm.describe());
+    CHECK(newcomer_done.wait_for(200ms) == std::future_status::timeout);
+    REQUIRE(multi.unlock(redsync::context{}).ok());
+    REQUIRE(newcomer_done.wait_for(10s) == std::future_status::ready);
+    auto rn = newcomer_done.get();
+    REQUIRE_MESSAGE(rn.ok(), rn.describe());
+    CHECK(newcomer.token().value > multi.token().value);
+    CHECK(newcomer.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE(
       "a reservation reads as expired to valid(), extend() and unlock() alike, and extend never overwrites "
       "it") {
     cluster c(3);

@@ -270,8 +270,8 @@ TEST_SUITE("review") {
 }
 
 TEST_SUITE("review") {
-  // The release's pass_on (scripts.cpp) writes the reservation (SET) and
-  // the claim window's stamp (HSET), both refused while the server is over
+  // The release (scripts.cpp: reserve) writes the reservation (SET),
+  // refused while the server is over
   // its maxmemory, in eval mode as in functions mode: a holder with a waiter
   // behind it cannot let go on such nodes, and the waiter waits out the
   // holder's whole expiry. Deleting the key (as when nobody waits) would be
