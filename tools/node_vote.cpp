@@ -93,6 +93,13 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
     identity += ':';
     identity += replid;
   }
+  // A load in place (DEBUG RELOAD) changes the identity as the library
+  // reads it (lib/redlock/node_identity.cpp).
+  const auto loaded = info_field(text, "rdb_last_load_keys_loaded");
+  const auto expired = info_field(text, "rdb_last_load_keys_expired");
+  if ((!loaded.empty() && loaded != "0") || (!expired.empty() && expired != "0")) {
+    identity += fmt::format(":load={}/{}", loaded, expired);
+  }
 
   if (record.type != kind::array || record.elements.size() != fields) {
     return {node_vote::state::unknown,

@@ -4,8 +4,8 @@
 // the fencing counter's repair, from what each node's record says.
 //
 // Each node keeps one record (scripts.hpp: `record_key`) holding its fencing
-// counter, the server identity the record was last verified for (run_id and
-// replication id, from INFO), since when (`since`, server clock), and the
+// counter, the server identity the record was last verified for
+// (node_identity.hpp), since when (`since`, server clock), and the
 // longest expiry any client has used on it (`window`). A node whose record
 // does not name its current identity (it restarted, was replaced by another
 // server, was resynchronised from another server, lost its data, or never
@@ -58,6 +58,7 @@
 //
 // Loop thread only.
 
+#include "redlock/node_identity.hpp"
 #include "transport/loop_timer.hpp"
 #include "transport/reply.hpp"
 
@@ -76,32 +77,6 @@
 namespace redsync::detail {
 
 class engine;
-
-// A server's version, from INFO's `redis_version` ("7.0.15"; Valkey gives
-// its Redis-compatible version there too).
-struct server_version {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  friend auto operator<=>(const server_version&, const server_version&) = default;
-};
-// INFO text's `redis_version`, or nullopt when absent or not "N.N[.N...]". Pure.
-std::optional<server_version> redis_version(std::string_view info);
-
-// The least Redis version each script_mode needs: eval 5.0 (the scripts read
-// TIME before they write, which needs effects replication, the default from
-// 5.0 on), functions 7.0 (Redis Functions).
-server_version minimum_version(script_mode mode) noexcept;
-
-// What a node's reply to INFO says about it: its identity (run_id, and
-// master_replid when given), or why its vote can never count (INFO refused,
-// a Redis version below `mode`'s minimum, no run_id, a replica, a maxmemory
-// policy that evicts). Pure.
-struct server_identity {
-  std::string identity;  // empty when `problem` is set
-  std::string problem;
-};
-server_identity identify_server(const reply& info, script_mode mode = script_mode::eval);
 
 class node_trust {
  public:

@@ -1,5 +1,5 @@
 // How each script's answer, and a node's INFO, is read: the pure functions
-// the flows use (lib/redlock/script_answers.hpp, identify_server in node_trust.hpp).
+// the flows use (lib/redlock/script_answers.hpp, identify_server in node_identity.hpp).
 #include <doctest/doctest.h>
 
 #include "redlock/node_trust.hpp"
@@ -158,6 +158,14 @@ TEST_CASE("INFO's redis_version is parsed, and a version below the mode's minimu
         "abc");
   // No redis_version at all: not judged by version (the other checks decide).
   CHECK(identify_server(info("run_id:abc\r\n"), script_mode::functions).identity == "abc");
+  // A load in place (DEBUG RELOAD) keeps run_id and replication id; the
+  // last load's key counts change the identity.
+  CHECK(identify_server(info("run_id:abc\r\nmaster_replid:def\r\nrdb_last_load_keys_expired:0\r\n"
+                             "rdb_last_load_keys_loaded:0\r\n"))
+            .identity == "abc:def");
+  CHECK(identify_server(info("run_id:abc\r\nmaster_replid:def\r\nrdb_last_load_keys_expired:2\r\n"
+                             "rdb_last_load_keys_loaded:7\r\n"))
+            .identity == "abc:def:load=7/2");
 }
 
 TEST_SUITE_END();
