@@ -1,6 +1,6 @@
 // When a node that lost its data votes again: the fencing counter's repair
-// and the restart guard (lib/redlock/node_trust.hpp), across a load of an
-// older snapshot in place (DEBUG RELOAD).
+// and the restart guard (lib/redlock/node_trust.hpp), driven by short-lived
+// clients, and across a load of an older snapshot in place (DEBUG RELOAD).
 
 #include "fresh_nodes.hpp"
 #include "names.hpp"
@@ -12,7 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -23,7 +25,60 @@ using redsync::test::redis_client;
 using redsync::test::unique_name;
 using clock_type = std::chrono::steady_clock;
 
+namespace {
+
+// One short-lived client: a Redsync of its own that tries the lock once,
+// lets it go, and is gone (each lives a few ms, far less than the repair
+// delay). Returns whether node i's vote counted.
+bool short_lived_client_counts(const std::vector<std::string>& uris, const std::string& name,
+                               std::chrono::milliseconds expiry, std::size_t i) {
+  redsync::Redsync rs(uris);
+  auto m = rs.new_mutex(name, {.expiry = expiry, .tries = 1});
+  auto r = m.lock(redsync::context::timeout(5s));
+  if (r.ok()) (void)m.unlock(redsync::context::timeout(5s));
+  return r.nodes.size() > i && r.nodes[i].status == redsync::node_status::ok;
+}
+
+// Short-lived clients one after another, `gap` apart, until node i's vote
+// counts or `bound` has passed; returns how long that took, from the start
+// of the first client (which is the first to meet the node), or nullopt.
+std::optional<clock_type::duration> first_vote_of(const std::vector<std::string>& uris,
+                                                  const std::string& name, std::chrono::milliseconds expiry,
+                                                  std::size_t i, std::chrono::milliseconds gap,
+                                                  std::chrono::seconds bound) {
+  const auto start = clock_type::now();
+  while (clock_type::now() - start < bound) {
+    if (short_lived_client_counts(uris, name, expiry, i)) return clock_type::now() - start;
+    std::this_thread::sleep_for(gap);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 TEST_SUITE("repair") {
+  // Issue 21 §2: each client used to start the repair delay anew, so a
+  // restarted node never voted again for clients that live shorter than it.
+  TEST_CASE("a restarted node votes again about one repair delay after short-lived clients first meet it") {
+    cluster nodes(3);
+    prime_records(nodes.uris());
+    const auto name = unique_name("app:repair-short");
+    constexpr auto expiry = 2000ms;  // the repair delay and the guard window
+    // The records name each node since priming; let the guard window pass
+    // for the nodes that stay up.
+    REQUIRE(redsync::test::wait_until(
+        [&] { return short_lived_client_counts(nodes.uris(), name, expiry, 0); }, 15s));
+    nodes[2].restart();
+    const auto took = first_vote_of(nodes.uris(), name, expiry, 2, 300ms, 30s);
+    REQUIRE_MESSAGE(took, "node 2 never voted again");
+    // Never before the repair delay (the first client met the node after
+    // `start`); within a few delays on a loaded machine.
+    CHECK(*took >= expiry);
+    CHECK(*took < 4 * expiry + 4s);
+    // The repair left no mark behind.
+    CHECK(redis_client(nodes[2]).command({"HEXISTS", "redsync:node", "pending"}).integer == 0);
+  }
+
   // Issue 21 §3: DEBUG RELOAD NOSAVE loads an older snapshot in place,
   // keeping run_id and replication id: the rolled-back record used to name
   // the server still, so the node voted at once with its lost keys.
