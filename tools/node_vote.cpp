@@ -164,6 +164,13 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
   // it was first seen unverified (server clock, so every client agrees).
   const auto since_ms = get(since) ? number(*get(since)) : std::nullopt;
   if (!since_ms || !now_ms) return {node_vote::state::votes, {}, std::nullopt};
+  if (*since_ms > *now_ms) {
+    return {node_vote::state::not_yet,
+            fmt::format("restart guard: its clock moved back {} since it was first seen unverified; the next "
+                        "client to lock starts its guard window of {} again, and it votes that long after",
+                        human_duration(milliseconds{*since_ms - *now_ms}), window_text),
+            std::nullopt};
+  }
   const milliseconds age{*now_ms - *since_ms};
   const milliseconds left = window_ms - age;
   if (left.count() <= 0) return {node_vote::state::votes, {}, std::nullopt};

@@ -118,6 +118,17 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, s
   }
   const milliseconds age = vote->age;
   const auto w = guard_ ? std::max(window(), recorded) : milliseconds::zero();
+  if (w > milliseconds::zero() && age < milliseconds::zero()) {
+    // `since` is in the node's future: its clock was stepped back. The look
+    // moves `since` to the node's present, so the window restarts from now
+    // instead of lasting the size of the step.
+    why = fmt::format(
+        "restart guard: server run {} was first seen unverified {:.1f} s in the future of its clock (the "
+        "node's clock moved back); its guard window ({} ms) starts again now",
+        short_id(n.identity), fsec(-age).count(), w.count());
+    start_look();
+    return true;
+  }
   if (w > milliseconds::zero() && age < w) {
     const auto shown_age = std::max(age, milliseconds::zero());
     why = fmt::format(
@@ -272,7 +283,7 @@ void node_trust::on_look(const look& l) {
     nd.mark = l.mark[i];
     nd.first_seen = l.mark_ms[i];
     const bool set_now = l.mark[i].find(l.new_mark) != std::string::npos;
-    const milliseconds age{l.now[i] - l.mark_ms[i]};
+    const milliseconds age{l.now[i] - l.mark_ms[i]};  // >= 0: the read replaces a mark from the future
     const milliseconds wait = delay == milliseconds::zero() ? milliseconds::zero() : delay + took - age;
     if (set_now || wait > milliseconds::zero()) {
       // The slack of one more look's duration: the next look must find the

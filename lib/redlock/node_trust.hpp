@@ -24,7 +24,8 @@
 //     sets one: a random value naming that identity and carrying x's server
 //     time t1 (record_read_script). A flush wipes the mark; a mark naming
 //     another identity (x restarted with its data, or was resynchronised or
-//     reloaded) does not count and is replaced.
+//     reloaded), or from x's future (its clock moved back), does not count
+//     and is replaced.
 // (2) a later look reads every node, and reads x still unverified under the
 //     identity the mark names, with the same mark, at x's server time t2 with
 //     t2 - t1 >= D + d, where d is how long that look took on the client's
@@ -45,7 +46,8 @@
 // look. Then x's read in (2) came at least D + d after the read of (1) in
 // real time, and every other read of (2) at most d before x's: every read of
 // (2) came at least D after (1). A forward step of x's clock by S in that
-// time shortens the wait by up to S; a backward step only lengthens it.
+// time shortens the wait by up to S; a backward step only lengthens it (a
+// mark from x's future is replaced).
 //
 // Claim: once a token T was granted, every later grant of any name yields a
 // token > T, as long as the nodes that lost data since the acquisition of T
@@ -70,6 +72,12 @@
 // way x's increment gives > T. A brand-new cluster (no counter anywhere) has
 // granted nothing, so it needs no delay. A multi-name lock takes its token
 // from the same counter, so this holds for each of its names.
+//
+// The restart guard measures the node's age as its server time minus
+// `since`, so every client agrees on it. A `since` in the node's future (its
+// clock was stepped back) is moved to the node's present by the next look
+// (record_read_script), which restarts the window from then: the node is
+// kept out about a window after the step was seen, not the step's size.
 //
 // A node that cannot be identified (INFO refused by the ACL, no run_id as on
 // Dragonfly), that is a replica, or whose maxmemory policy may evict keys,

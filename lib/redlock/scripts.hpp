@@ -48,7 +48,8 @@ const lua_script& fence_script();
 // unknown). Returns {fence, identity, since, server now ms, mark, window} as
 // strings, '' for a missing field. A record not verified for that identity
 // gets a new mark ("<server ms> <random> <identity>") unless it has one for
-// that identity.
+// that identity from the server's past; a verified record's `since` in the
+// server's future is moved to now.
 const lua_script& record_read_script();
 // KEYS = record; ARGV = counter floor, identity, mark, since ms, window ms.
 // Only while the record still carries that mark: raises the counter and the

@@ -1,7 +1,10 @@
-// When a node that lost its data votes again: the fencing counter's repair
-// and the restart guard (lib/redlock/node_trust.hpp), driven by short-lived
-// clients, and across a load of an older snapshot in place (DEBUG RELOAD).
+// When a node that lost its data, or whose clock moved, votes again: the
+// fencing counter's repair and the restart guard (lib/redlock/node_trust.hpp),
+// driven by short-lived clients, under a node clock a test can step
+// (tests/support/clock_offset.hpp), and across a load of an older snapshot
+// in place (DEBUG RELOAD).
 
+#include "clock_offset.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -18,6 +21,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using redsync::test::clock_offset;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::prime_records;
@@ -54,6 +58,10 @@ std::optional<clock_type::duration> first_vote_of(const std::vector<std::string>
   return std::nullopt;
 }
 
+redsync::redsync_options guard_with_window(std::chrono::milliseconds window) {
+  return {.restart_guard = true, .restart_guard_window = window};
+}
+
 }  // namespace
 
 TEST_SUITE("repair") {
@@ -77,6 +85,105 @@ TEST_SUITE("repair") {
     CHECK(*took < 4 * expiry + 4s);
     // The repair left no mark behind.
     CHECK(redis_client(nodes[2]).command({"HEXISTS", "redsync:node", "pending"}).integer == 0);
+  }
+
+  // Issue 26 §1: the guard measured the node's age as server time - since,
+  // which a backward step left negative for the size of the step.
+  TEST_CASE("a node whose clock is stepped back votes again one guard window later, not the step later") {
+    clock_offset clk;
+    clk.set(120s);
+    redsync::test::redis_server node({.env = clk.env()});
+    const std::vector<std::string> uris = {node.uri()};
+    const auto name = unique_name("app:clock-back");
+    constexpr auto window = 1000ms;
+    {
+      // Stamped while the node's clock is 120 s ahead.
+      redsync::Redsync first(uris, guard_with_window(window));
+      auto m = first.new_mutex(name, {.expiry = 500ms, .tries = 10000});
+      auto r = m.lock(redsync::context::timeout(15s));
+      REQUIRE_MESSAGE(r.ok(), r.describe());
+      REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
+    }
+    clk.set(0ms);
+    const auto stepped = clock_type::now();
+    redsync::Redsync later(uris, guard_with_window(window));
+    auto m =
+        later.new_mutex(name, {.expiry = 500ms, .tries = 10000, .retry_delay = [](int) { return 50ms; }});
+    auto r = m.lock(redsync::context::timeout(40s));
+    const auto took = clock_type::now() - stepped;
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK(took >= window);  // the window restarted: it did not vote at once
+    CHECK(took < 40s);      // far less than the 120 s step
+    CHECK(m.unlock(redsync::context::timeout(5s)).ok());
+  }
+
+  TEST_CASE(
+      "a repair started while a node's clock was ahead completes about a repair delay after a step back") {
+    // Every node's clock moves (one offset file); only node 2 loses its data.
+    clock_offset clk;
+    cluster nodes(3, {.env = clk.env()});
+    prime_records(nodes.uris());
+    const auto name = unique_name("app:clock-back-repair");
+    constexpr auto expiry = 2000ms;
+    clk.set(120s);
+    nodes[2].restart();
+    // The first client marks node 2 at its clock, 120 s ahead.
+    CHECK_FALSE(short_lived_client_counts(nodes.uris(), name, expiry, 2));
+    clk.set(0ms);
+    const auto took = first_vote_of(nodes.uris(), name, expiry, 2, 300ms, 40s);
+    REQUIRE_MESSAGE(took, "node 2 never voted again");
+    CHECK(*took >= expiry);
+  }
+
+  // What a step of a node's wall clock does to the keys it holds (Redis
+  // dates a PX key on the wall clock): a backward step makes it live longer
+  // by the step; a forward step past its expiry removes it at once.
+  TEST_CASE("a node's clock step moves its lock keys' expiry by the step; unlock still frees the lock") {
+    clock_offset clk;
+    redsync::test::redis_server node({.env = clk.env()});
+    redis_client c(node);
+    REQUIRE(c.command({"SET", "app:step-key", "v", "PX", "5000"}).str == "OK");
+    prime_records({node.uri()});
+    redsync::Redsync rs({node.uri()}, fresh_nodes());
+    auto m = rs.new_mutex(unique_name("app:step-back"), {.expiry = 5s, .tries = 1});
+    REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
+    clk.set(-60s);
+    CHECK(c.pttl("app:step-key") > 60000);
+    CHECK(c.pttl(m.name()) > 60000);
+    CHECK(m.unlock(redsync::context::timeout(5s)).ok());
+    CHECK_FALSE(c.get(m.name()));
+    clk.set(60s);
+    CHECK_FALSE(c.get("app:step-key"));
+  }
+
+  TEST_CASE("a node's clock stepped forward lets it in before its guard window has passed") {
+    clock_offset clk;
+    redsync::test::redis_server node({.env = clk.env()});
+    redsync::Redsync rs({node.uri()}, guard_with_window(60s));
+    auto m = rs.new_mutex(unique_name("app:step-guard"), {.expiry = 1s, .tries = 1});
+    auto kept_out = m.lock(redsync::context::timeout(5s));
+    REQUIRE_FALSE(kept_out.ok());
+    REQUIRE(kept_out.nodes.size() == 1);
+    CHECK(kept_out.nodes[0].status == redsync::node_status::excluded);
+    clk.set(120s);
+    auto let_in = m.lock(redsync::context::timeout(5s));
+    CHECK_MESSAGE(let_in.ok(), let_in.describe());
+  }
+
+  TEST_CASE(
+      "a node's clock stepped forward past a lock's expiry lets a second client take it (two holders)") {
+    clock_offset clk;
+    redsync::test::redis_server node({.env = clk.env()});
+    prime_records({node.uri()});
+    redsync::Redsync rs({node.uri()}, fresh_nodes());
+    const auto name = unique_name("app:step-forward");
+    auto first = rs.new_mutex(name, {.expiry = 30s, .tries = 1});
+    REQUIRE(first.lock(redsync::context::timeout(5s)).ok());
+    clk.set(60s);
+    auto second = rs.new_mutex(name, {.expiry = 30s, .tries = 1});
+    CHECK(second.lock(redsync::context::timeout(5s)).ok());
+    CHECK(first.held());  // the first holder's validity is on its own clock
+    CHECK(second.token() > first.token());
   }
 
   // Issue 21 §3: DEBUG RELOAD NOSAVE loads an older snapshot in place,
