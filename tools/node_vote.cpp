@@ -93,6 +93,13 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
     identity += ':';
     identity += replid;
   }
+  // A load in place (DEBUG RELOAD) changes the identity as the library
+  // reads it (lib/redlock/node_identity.cpp).
+  const auto loaded = info_field(text, "rdb_last_load_keys_loaded");
+  const auto expired = info_field(text, "rdb_last_load_keys_expired");
+  if ((!loaded.empty() && loaded != "0") || (!expired.empty() && expired != "0")) {
+    identity += fmt::format(":load={}/{}", loaded, expired);
+  }
 
   if (record.type != kind::array || record.elements.size() != fields) {
     return {node_vote::state::unknown,
@@ -110,31 +117,61 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
   const milliseconds window_ms =
       std::max(ttl, milliseconds{get(window) ? number(*get(window)).value_or(0) : 0});
   const std::string window_text = human_duration(window_ms);
+  // The server's clock (TIME), in ms.
+  std::optional<long long> now_ms;
+  if (time.type == kind::array && time.elements.size() == 2) {
+    const auto secs = number(time.elements[0].str);
+    const auto micros = number(time.elements[1].str);
+    if (secs && micros) now_ms = *secs * 1000 + *micros / 1000;
+  }
   if (get(run) != std::string_view(identity)) {
-    // Not verified for this server run: it votes once a client has repaired
-    // the record, which happens one guard window after a client first met
-    // it unverified (a brand-new cluster is set up at once, and the restart
-    // guard then keeps it out for the window).
+    // Not verified for this server run: a client that meets it marks it
+    // (the mark holds the server time and the run), and any client that
+    // locks a guard window or more after that repairs the record, after
+    // which it votes (lib/redlock/node_trust.hpp).
     std::string why;
     if (!get(fence) && !get(run)) {
       why = "no redsync record yet (a brand-new node, or it lost its data)";
     } else {
       why = "its redsync record is for another server run (it restarted, was replaced or lost its data)";
     }
-    why += fmt::format("; it votes about {} after a client first meets it{}", window_text,
-                       get(pending) ? " (a client has met it)" : "");
+    // The mark: "<server ms> <random> <identity>".
+    std::optional<long long> marked_ms;
+    if (const auto mark = get(pending)) {
+      const auto first = mark->find(' ');
+      const auto second = first == std::string_view::npos ? first : mark->find(' ', first + 1);
+      if (second != std::string_view::npos && mark->substr(second + 1) == identity) {
+        marked_ms = number(mark->substr(0, first));
+      }
+    }
+    if (marked_ms && now_ms && *now_ms >= *marked_ms) {
+      const milliseconds met{*now_ms - *marked_ms};
+      const milliseconds left = window_ms - met;
+      why += fmt::format("; a client first met it {} ago: ", human_duration(met));
+      why += left.count() > 0
+                 ? fmt::format("the first client to lock {} from now or later repairs it, and it then votes",
+                               human_duration(left))
+                 : std::string("the next client to lock repairs it, and it then votes");
+      return {node_vote::state::not_yet, why, std::nullopt};
+    }
+    why += fmt::format(
+        "; the first client to meet it starts a repair, and any client that locks {} or more "
+        "after that completes it, and it then votes",
+        window_text);
     return {node_vote::state::not_yet, why, std::nullopt};
   }
   // Verified: the restart guard keeps it out until a window has passed since
   // it was first seen unverified (server clock, so every client agrees).
   const auto since_ms = get(since) ? number(*get(since)) : std::nullopt;
-  if (!since_ms || time.type != kind::array || time.elements.size() != 2) {
-    return {node_vote::state::votes, {}, std::nullopt};
+  if (!since_ms || !now_ms) return {node_vote::state::votes, {}, std::nullopt};
+  if (*since_ms > *now_ms) {
+    return {node_vote::state::not_yet,
+            fmt::format("restart guard: its clock moved back {} since it was first seen unverified; the next "
+                        "client to lock starts its guard window of {} again, and it votes that long after",
+                        human_duration(milliseconds{*since_ms - *now_ms}), window_text),
+            std::nullopt};
   }
-  const auto secs = number(time.elements[0].str);
-  const auto micros = number(time.elements[1].str);
-  if (!secs || !micros) return {node_vote::state::votes, {}, std::nullopt};
-  const milliseconds age{*secs * 1000 + *micros / 1000 - *since_ms};
+  const milliseconds age{*now_ms - *since_ms};
   const milliseconds left = window_ms - age;
   if (left.count() <= 0) return {node_vote::state::votes, {}, std::nullopt};
   return {node_vote::state::not_yet,

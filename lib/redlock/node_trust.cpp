@@ -21,19 +21,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string_view info_field(std::string_view info, std::string_view key) {
-  std::size_t at = 0;
-  while ((at = info.find(key, at)) != std::string_view::npos) {
-    if ((at == 0 || info[at - 1] == '\n') && at + key.size() < info.size() && info[at + key.size()] == ':') {
-      const auto from = at + key.size() + 1;
-      const auto to = info.find_first_of("\r\n", from);
-      return info.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
-    }
-    at += key.size();
-  }
-  return {};
-}
-
 std::string short_id(std::string_view identity) {
   return std::string(identity.substr(0, 8));
 }
@@ -45,12 +32,15 @@ using fsec = std::chrono::duration<double>;
 // One look at every node's record. Answers arrive in any order; the look is
 // complete when every node answered or failed.
 struct node_trust::look {
-  std::string new_mark;  // for nodes that have none
+  std::string new_mark;  // the random part of a mark this look sets
+  clock::time_point started{};
   std::size_t left = 0;
   std::vector<bool> answered;
-  std::vector<bool> marked;           // this look asked for a mark on the node
-  std::vector<std::string> mark;      // the node's mark as read
+  std::vector<std::string> mark;      // the node's mark as read (or set)
+  std::vector<std::int64_t> mark_ms;  // when it was set (server ms), -1 if none
+  std::vector<std::string> mark_identity;
   std::vector<std::string> identity;  // the node's identity when it answered
+  std::vector<std::string> asked;     // the identity the read was sent for ('' before the handshake)
   std::vector<std::string> record_identity;
   std::vector<bool> has_counter;
   std::vector<std::int64_t> fence;
@@ -70,87 +60,6 @@ std::chrono::milliseconds node_trust::repair_delay(milliseconds recorded) const 
   // Whether or not the guard is on: the fencing proof needs every
   // acquisition that may have counted the node before its loss to be over.
   return std::max({fixed_window_, eng_.longest_expiry(), recorded, recorded_window_});
-}
-
-std::optional<server_version> redis_version(std::string_view info) {
-  std::string_view text = info_field(info, "redis_version");
-  int parts[3] = {0, 0, 0};
-  for (int k = 0; k < 3 && !text.empty(); ++k) {
-    const auto end = text.find('.');
-    const std::string_view part = text.substr(0, end);
-    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string_view::npos)
-      return std::nullopt;
-    for (const char c : part) parts[k] = parts[k] * 10 + (c - '0');
-    if (end == std::string_view::npos) {
-      if (k == 0) return std::nullopt;  // "7": not a version string
-      text = {};
-    } else {
-      text.remove_prefix(end + 1);
-    }
-  }
-  if (parts[0] == 0 && parts[1] == 0 && parts[2] == 0) return std::nullopt;
-  return server_version{parts[0], parts[1], parts[2]};
-}
-
-server_version minimum_version(script_mode mode) noexcept {
-  return mode == script_mode::functions ? server_version{7, 0, 0} : server_version{5, 0, 0};
-}
-
-server_identity identify_server(const reply& info, script_mode mode) {
-  server_identity out;
-  if (info.is_error()) {
-    out.problem = fmt::format(
-        "cannot read INFO ({}): redsync needs it (ACL: +info) to detect a restarted or replaced server, so "
-        "this node's vote does not count",
-        info.str);
-    return out;
-  }
-  // No redis_version (not Redis-like): the checks below decide.
-  if (const auto v = redis_version(info.str); v && *v < minimum_version(mode)) {
-    const auto need = minimum_version(mode);
-    out.problem =
-        mode == script_mode::functions
-            ? fmt::format(
-                  "the node runs Redis {}.{}.{}; redsync_options::script_mode = functions needs Redis >= "
-                  "{}.{} (Redis Functions), so its vote does not count; use script_mode::eval for it",
-                  v->major, v->minor, v->patch, need.major, need.minor)
-            : fmt::format(
-                  "the node runs Redis {}.{}.{}; redsync-cpp needs Redis >= {}.{} (its scripts read TIME "
-                  "before they write), so its vote does not count",
-                  v->major, v->minor, v->patch, need.major, need.minor);
-    return out;
-  }
-  const auto run_id = info_field(info.str, "run_id");
-  if (run_id.empty()) {
-    out.problem =
-        "INFO server has no run_id (a server other than Redis or Valkey?): redsync cannot detect a "
-        "restart or replacement of this node, so its vote does not count";
-    return out;
-  }
-  if (const auto role = info_field(info.str, "role"); !role.empty() && role != "master") {
-    out.problem = fmt::format(
-        "the node is a replica (role:{}): its data follows another server, so its vote does not count; "
-        "lock nodes must be independent masters",
-        role);
-    return out;
-  }
-  const auto maxmemory = info_field(info.str, "maxmemory");
-  const auto policy = info_field(info.str, "maxmemory_policy");
-  if (!maxmemory.empty() && maxmemory != "0" && !policy.empty() && policy != "noeviction") {
-    out.problem = fmt::format(
-        "maxmemory-policy {} with maxmemory {} may evict lock keys, so this node's vote does not count; "
-        "use maxmemory-policy noeviction (or no maxmemory) on lock nodes",
-        policy, maxmemory);
-    return out;
-  }
-  // A full resynchronisation (REPLICAOF, then REPLICAOF NO ONE) replaces
-  // the data but keeps the run_id; it changes the replication id.
-  out.identity.assign(run_id);
-  if (const auto replid = info_field(info.str, "master_replid"); !replid.empty()) {
-    out.identity += ':';
-    out.identity += replid;
-  }
-  return out;
 }
 
 void node_trust::on_server_info(std::size_t i, const reply& info) {
@@ -194,8 +103,9 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, s
     } else if (!n.mark.empty() && n.ready_at > clock::now()) {
       why = fmt::format(
           "its redsync record is not verified for this server (run_id {}): it restarted, was replaced, lost "
-          "its data or never served a lock; its fencing counter is repaired in {:.1f} s, once every "
-          "acquisition that may have counted it before has ended",
+          "its data or never served a lock; its fencing counter is repaired by the first client (this one "
+          "or any other) to look at it {:.1f} s from now or later, once every acquisition that may have "
+          "counted it before has ended",
           short_id(n.identity), fsec(n.ready_at - clock::now()).count());
     } else {
       why = fmt::format(
@@ -208,6 +118,17 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, s
   }
   const milliseconds age = vote->age;
   const auto w = guard_ ? std::max(window(), recorded) : milliseconds::zero();
+  if (w > milliseconds::zero() && age < milliseconds::zero()) {
+    // `since` is in the node's future: its clock was stepped back. The look
+    // moves `since` to the node's present, so the window restarts from now
+    // instead of lasting the size of the step.
+    why = fmt::format(
+        "restart guard: server run {} was first seen unverified {:.1f} s in the future of its clock (the "
+        "node's clock moved back); its guard window ({} ms) starts again now",
+        short_id(n.identity), fsec(-age).count(), w.count());
+    start_look();
+    return true;
+  }
   if (w > milliseconds::zero() && age < w) {
     const auto shown_age = std::max(age, milliseconds::zero());
     why = fmt::format(
@@ -263,38 +184,40 @@ void node_trust::start_look() {
   const std::size_t n = nodes_.size();
   auto l = std::make_shared<look>();
   l->new_mark = random_value();
+  l->started = clock::now();
   l->left = n;
   l->answered.assign(n, false);
-  l->marked.assign(n, false);
   l->mark.resize(n);
+  l->mark_ms.assign(n, -1);
+  l->mark_identity.resize(n);
   l->identity.resize(n);
+  l->asked.resize(n);
   l->record_identity.resize(n);
   l->has_counter.assign(n, false);
   l->fence.assign(n, 0);
   l->now.assign(n, 0);
   const std::string key(record_key);
-  // A node seen unverified in an earlier look is read without asking for a
-  // mark: the repair goes by the mark it read then.
-  auto marking = std::make_shared<script_call>(
-      make_script_call(record_read_script(), {key}, {std::string_view(l->new_mark)}));
-  auto plain = std::make_shared<script_call>(make_script_call(record_read_script(), {key}, {""}));
   for (std::size_t i = 0; i < n; ++i) {
-    const bool mark = nodes_[i].mark.empty();
-    auto call = mark ? marking : plain;
+    // The read marks the node where needed, for the identity this
+    // connection read (record_read_script): step (1) of the repair.
+    l->asked[i] = nodes_[i].identity;
+    auto call = std::make_shared<script_call>(make_script_call(
+        record_read_script(), {key}, {std::string_view(l->new_mark), std::string_view(l->asked[i])}));
     send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
-                [this, alive = std::weak_ptr<int>(alive_), l, call, i, mark](command_result&& r) {
+                [this, alive = std::weak_ptr<int>(alive_), l, call, i](command_result&& r) {
                   if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
                   std::optional<node_record> rec;
                   if (r.status == transport_status::ok) rec = read_node_record(r.value);
                   if (rec) {
                     l->answered[i] = true;
-                    l->marked[i] = mark;
                     l->identity[i] = nodes_[i].identity;
                     l->has_counter[i] = rec->has_counter;
                     l->fence[i] = rec->fence;
                     l->record_identity[i] = rec->identity;
                     l->now[i] = rec->now_ms;
                     l->mark[i] = rec->mark;
+                    l->mark_ms[i] = rec->mark_ms;
+                    l->mark_identity[i] = rec->mark_identity;
                     l->recorded_window = std::max(l->recorded_window, rec->window);
                   }
                   if (--l->left == 0) {
@@ -335,25 +258,42 @@ void node_trust::on_look(const look& l) {
   const std::string window_text = std::to_string(std::max(window().count(), recorded_window_.count()));
   const std::string key(record_key);
   const auto now = clock::now();
+  // Step (2) needs every read of this look a repair delay after the mark:
+  // the mark's age on the node's clock must cover the delay and this look's
+  // own duration (node_trust.hpp).
+  const auto took = std::chrono::ceil<milliseconds>(now - l.started);
   for (std::size_t i = 0; i < n; ++i) {
     if (!unverified[i] || l.identity[i].empty()) continue;
     node& nd = nodes_[i];
-    if (l.marked[i] || nd.mark_identity != l.identity[i] || nd.mark != l.mark[i]) {
-      // Seen unverified now (for the first time, or after a restart or a
-      // flush since): the second look comes a repair delay later.
-      nd.mark = l.mark[i];
-      nd.mark_identity = l.identity[i];
-      nd.first_seen = l.now[i];
-      nd.ready_at = saturating_add(now, delay);
+    if (l.asked[i] != l.identity[i]) {
+      // Sent before the connection's handshake told who the node is (a
+      // new connection), or before a reconnection: the read could not mark
+      // it for its identity. Look again at once.
+      look_again_ = true;
+      continue;
+    }
+    if (l.mark_ms[i] < 0 || l.mark_identity[i] != l.identity[i]) {
+      // No mark for this identity (a stale connection's identity, or a
+      // concurrent look marked it for another): look again later.
+      nd.mark.clear();
+      nd.ready_at = saturating_add(now, std::max(delay, milliseconds(100)));
+      schedule(nd.ready_at);
+      continue;
+    }
+    nd.mark = l.mark[i];
+    nd.first_seen = l.mark_ms[i];
+    const bool set_now = l.mark[i].find(l.new_mark) != std::string::npos;
+    const milliseconds age{l.now[i] - l.mark_ms[i]};  // >= 0: the read replaces a mark from the future
+    const milliseconds wait = delay == milliseconds::zero() ? milliseconds::zero() : delay + took - age;
+    if (set_now || wait > milliseconds::zero()) {
+      // The slack of one more look's duration: the next look must find the
+      // mark older than the delay plus its own duration.
+      nd.ready_at = saturating_add(now, wait > milliseconds::zero() ? wait + took : milliseconds::zero());
       nd.blocked.clear();
-      if (delay == milliseconds::zero())
+      if (wait <= milliseconds::zero())
         look_again_ = true;
       else
         schedule(nd.ready_at);
-      continue;
-    }
-    if (now < nd.ready_at) {
-      schedule(nd.ready_at);
       continue;
     }
     if (!may_repair) {

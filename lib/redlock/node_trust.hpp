@@ -4,8 +4,8 @@
 // the fencing counter's repair, from what each node's record says.
 //
 // Each node keeps one record (scripts.hpp: `record_key`) holding its fencing
-// counter, the server identity the record was last verified for (run_id and
-// replication id, from INFO), since when (`since`, server clock), and the
+// counter, the server identity the record was last verified for
+// (node_identity.hpp), since when (`since`, server clock), and the
 // longest expiry any client has used on it (`window`). A node whose record
 // does not name its current identity (it restarted, was replaced by another
 // server, was resynchronised from another server, lost its data, or never
@@ -17,40 +17,67 @@
 // has expired. The record lives on the node, so every client (including one
 // that never saw the node before) sees the same time and window.
 //
-// The repair of a node x, in three steps: (1) a look reads every node's
-// record, and the mark in x's record (a random value set by the first look
-// that found none; a flush wipes it); (2) a second look reads every node
-// again, no sooner than the repair delay after (1) (the guard window: at
-// least the longest expiry any client uses), except on a brand-new cluster
-// where no node has a counter yet; (3) x, if unverified in both looks under
-// the same identity and with the same mark, is raised to the maximum M of
-// the counters read in (2) and stamped, by a script that applies only while
-// x still carries that mark. Step (3) is allowed only when in (2) either at
-// least a quorum of nodes other than x answered with a verified record, or
-// every node answered.
+// The repair of a node x, in three steps, each of which any client may
+// take (the repair's progress lives on x, so clients that live shorter than
+// the repair delay D complete it together):
+// (1) a look finds x unverified and no mark for x's current identity, and
+//     sets one: a random value naming that identity and carrying x's server
+//     time t1 (record_read_script). A flush wipes the mark; a mark naming
+//     another identity (x restarted with its data, or was resynchronised or
+//     reloaded), or from x's future (its clock moved back), does not count
+//     and is replaced.
+// (2) a later look reads every node, and reads x still unverified under the
+//     identity the mark names, with the same mark, at x's server time t2 with
+//     t2 - t1 >= D + d, where d is how long that look took on the client's
+//     steady clock (from sending its first read to its last answer). D is
+//     the repair delay: at least the longest expiry any client uses (the
+//     guard window and the windows recorded on the nodes), except on a
+//     brand-new cluster, where no node has a counter yet: there D = 0, and
+//     (2) only has to be a look after the one that set the mark.
+// (3) x is raised to the maximum M of the counters read in (2) and stamped
+//     (identity, since = t1), by a script that applies only while x still
+//     carries that mark, and removes it. Step (3) is allowed only when in (2)
+//     either at least a quorum of nodes other than x answered with a verified
+//     record, or every node answered.
+//
+// Clock assumption: x's clock does not run ahead of real time between t1
+// and t2 (no forward step; a drift within drift_factor is covered as for
+// the lock keys), and the client's steady clock does not run slow during the
+// look. Then x's read in (2) came at least D + d after the read of (1) in
+// real time, and every other read of (2) at most d before x's: every read of
+// (2) came at least D after (1). A forward step of x's clock by S in that
+// time shortens the wait by up to S; a backward step only lengthens it (a
+// mark from x's future is replaced).
 //
 // Claim: once a token T was granted, every later grant of any name yields a
 // token > T, as long as the nodes that lost data since the acquisition of T
-// began are a minority, and no client uses an expiry longer than the repair
-// delay. Proof. T was granted once a quorum Q1 of nodes whose votes counted
-// held a counter >= T: they answered T, or the write-back raised them to T
-// (fencing.hpp). Every write of that acquisition
-// ran before its start + expiry, or the grant was refused for lack of
-// validity. Let L be the nodes that lost data since that start: |L| < |Q1|,
-// so Q1 \ L is not empty, and its nodes hold a counter >= T from the grant on.
-// A later grant wins on a quorum Q2 of verified nodes, which meets Q1 in some
-// node x. If x lost nothing since, its counter is >= T and its increment gives
-// > T. Otherwise x was repaired after its last loss: a loss wipes the mark or
-// changes the identity, so that loss came before (1) read x, and (1) came
-// after the acquisition of T began (x was in Q1); the reads of (2), a repair
-// delay later, came after every write of that acquisition. In case "every
-// node answered", those reads include Q1 \ L, so M >= T. In case "a quorum of
-// verified nodes other than x", those nodes meet Q1 \ {x}; each such node lost
-// nothing since (counter >= T) or was itself repaired since, which by
-// induction on the order of repairs left it >= T; so M >= T. Either way x's
-// increment gives > T. A brand-new cluster (no counter anywhere) has granted
-// nothing, so it needs no delay. A multi-name lock takes its token from the
-// same counter, so this holds for each of its names.
+// began are a minority, no client uses an expiry longer than the repair
+// delay, and the clock assumption holds. Proof. T was granted once a quorum
+// Q1 of nodes whose votes counted held a counter >= T: they answered T, or
+// the write-back raised them to T (fencing.hpp). Every write of that
+// acquisition ran before its start + expiry, or the grant was refused for
+// lack of validity. Let L be the nodes that lost data since that start:
+// |L| < |Q1|, so Q1 \ L is not empty, and its nodes hold a counter >= T from
+// the grant on. A later grant wins on a quorum Q2 of verified nodes, which
+// meets Q1 in some node x. If x lost nothing since, its counter is >= T and
+// its increment gives > T. Otherwise x was repaired after its last loss: a
+// loss wipes the mark or changes the identity, and a mark counts only under
+// the identity it names, so that loss came before (1) set the mark, and (1)
+// came after the acquisition of T began (the loss did); the reads of (2), a
+// repair delay after (1), came after every write of that acquisition. In case
+// "every node answered", those reads include Q1 \ L, so M >= T. In case "a
+// quorum of verified nodes other than x", those nodes meet Q1 \ {x}; each
+// such node lost nothing since (counter >= T) or was itself repaired since,
+// which by induction on the order of repairs left it >= T; so M >= T. Either
+// way x's increment gives > T. A brand-new cluster (no counter anywhere) has
+// granted nothing, so it needs no delay. A multi-name lock takes its token
+// from the same counter, so this holds for each of its names.
+//
+// The restart guard measures the node's age as its server time minus
+// `since`, so every client agrees on it. A `since` in the node's future (its
+// clock was stepped back) is moved to the node's present by the next look
+// (record_read_script), which restarts the window from then: the node is
+// kept out about a window after the step was seen, not the step's size.
 //
 // A node that cannot be identified (INFO refused by the ACL, no run_id as on
 // Dragonfly), that is a replica, or whose maxmemory policy may evict keys,
@@ -58,6 +85,7 @@
 //
 // Loop thread only.
 
+#include "redlock/node_identity.hpp"
 #include "transport/loop_timer.hpp"
 #include "transport/reply.hpp"
 
@@ -76,32 +104,6 @@
 namespace redsync::detail {
 
 class engine;
-
-// A server's version, from INFO's `redis_version` ("7.0.15"; Valkey gives
-// its Redis-compatible version there too).
-struct server_version {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  friend auto operator<=>(const server_version&, const server_version&) = default;
-};
-// INFO text's `redis_version`, or nullopt when absent or not "N.N[.N...]". Pure.
-std::optional<server_version> redis_version(std::string_view info);
-
-// The least Redis version each script_mode needs: eval 5.0 (the scripts read
-// TIME before they write, which needs effects replication, the default from
-// 5.0 on), functions 7.0 (Redis Functions).
-server_version minimum_version(script_mode mode) noexcept;
-
-// What a node's reply to INFO says about it: its identity (run_id, and
-// master_replid when given), or why its vote can never count (INFO refused,
-// a Redis version below `mode`'s minimum, no run_id, a replica, a maxmemory
-// policy that evicts). Pure.
-struct server_identity {
-  std::string identity;  // empty when `problem` is set
-  std::string problem;
-};
-server_identity identify_server(const reply& info, script_mode mode = script_mode::eval);
 
 class node_trust {
  public:
@@ -148,12 +150,11 @@ class node_trust {
 
  private:
   struct node {
-    std::string identity;          // run_id[:master_replid] from the last handshake; empty if unknown
+    std::string identity;          // from the last handshake (node_identity.hpp); empty if unknown
     std::string problem;           // why this node cannot be verified at all, if so
-    std::string mark;              // the mark read from the node while it was unverified
-    std::string mark_identity;     // its identity then
-    std::int64_t first_seen = 0;   // server ms when first seen unverified (look 1)
-    clock::time_point ready_at{};  // when the second look may repair it
+    std::string mark;              // the repair's mark read from the node while it was unverified
+    std::int64_t first_seen = 0;   // server ms the mark was set (step 1)
+    clock::time_point ready_at{};  // when a look may complete the repair (step 2), as this client reckons
     std::string blocked;           // why the last look could not repair it, if so
     std::chrono::milliseconds counted_window{0};  // the recorded window of its last counted vote
     bool no_transaction = false;                  // it answered the transaction with an error

@@ -76,6 +76,16 @@ std::optional<node_record> read_node_record(const reply& r) {
   rec.identity = r.elements[1].str;
   rec.now_ms = to_int(r.elements[3].str);
   rec.mark = r.elements[4].str;
+  const auto first = rec.mark.find(' ');
+  const auto second = first == std::string_view::npos ? first : rec.mark.find(' ', first + 1);
+  if (second != std::string_view::npos && first > 0 && second + 1 < rec.mark.size()) {
+    std::int64_t at = -1;
+    const auto [end, ec] = std::from_chars(rec.mark.data(), rec.mark.data() + first, at);
+    if (ec == std::errc{} && end == rec.mark.data() + first && at >= 0) {
+      rec.mark_ms = at;
+      rec.mark_identity = rec.mark.substr(second + 1);
+    }
+  }
   rec.window = std::chrono::milliseconds{to_int(r.elements[5].str)};
   if (!valid_window(rec.window)) return std::nullopt;
   return rec;

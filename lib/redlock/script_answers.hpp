@@ -54,12 +54,15 @@ struct node_record {
   std::int64_t fence = 0;
   std::string_view identity;            // the server the record was last verified for
   std::int64_t now_ms = 0;              // the server's clock
-  std::string_view mark;                // the repair's mark
+  std::string_view mark;                // the repair's mark, '' if none
+  std::int64_t mark_ms = -1;            // the server ms the mark was set; -1 if no (well-formed) mark
+  std::string_view mark_identity;       // the server identity the mark names
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
 };
 
 // nullopt unless the answer is an array of 6 elements whose window (absent
-// reads as 0) is in 0..max_expiry.
+// reads as 0) is in 0..max_expiry. The mark is "<server ms> <random>
+// <identity>" (record_read_script).
 std::optional<node_record> read_node_record(const reply& r);
 
 }  // namespace redsync::detail

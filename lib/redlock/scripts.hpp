@@ -20,7 +20,8 @@ namespace redsync::detail {
 // shared by every name; `run`, the server identity (run_id and replication
 // id) the record was last verified for; `since`, when that identity was
 // first seen unverified (server ms); `window`, the longest expiry any client
-// has used on the node; `pending`, the repair's mark. See node_trust.hpp.
+// has used on the node; `pending`, the repair's mark (when, for which
+// identity), present only while a repair is under way. See node_trust.hpp.
 inline constexpr std::string_view record_key = "redsync:node";
 
 // ---- The waiting line's protocol ------------------------------------------
@@ -113,14 +114,18 @@ const lua_script& leave_script();
 // least the token. Returns 1 if the value was ours, else 0.
 const lua_script& fence_script();
 
-// KEYS = record; ARGV = mark or ''. Returns {fence, identity, since, server
-// now ms, mark, window} as strings, '' for a missing field; a record without
-// a mark (`pending` field) gets ARGV's, if not empty.
+// KEYS = record; ARGV = random value, the connection's server identity ('' if
+// unknown). Returns {fence, identity, since, server now ms, mark, window} as
+// strings, '' for a missing field. A record not verified for that identity
+// gets a new mark ("<server ms> <random> <identity>") unless it has one for
+// that identity from the server's past; a verified record's `since` in the
+// server's future is moved to now.
 const lua_script& record_read_script();
 // KEYS = record; ARGV = counter floor, identity, mark, since ms, window ms.
 // Only while the record still carries that mark: raises the counter and the
-// window to at least ARGV's, and stamps identity and since unless already
-// stamped for that identity. Returns 1 if applied, 0 if the mark was gone.
+// window to at least ARGV's, stamps identity and since unless already
+// stamped for that identity, and removes the mark. Returns 1 if applied, 0
+// if the mark was gone.
 const lua_script& record_stamp_script();
 
 // What a release leaves in a key for the head of its line: a value no

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "cli_helpers.hpp"
 #include "lock_acl.hpp"
@@ -87,6 +88,49 @@ TEST_SUITE("cli") {
     CHECK(contains(restarted.out, a[2] + ": up, "));
     CHECK(contains(restarted.out, "does not vote yet: no redsync record yet"));
     CHECK(contains(restarted.out, "3/3 nodes up, 2/3 voting, quorum 2\n"));
+  }
+
+  // Issue 21 §2: each run used to start the repair delay anew, so a
+  // restarted node never voted again for `redsync lock` runs that live
+  // shorter than it. The repair's progress now lives on the node.
+  TEST_CASE("cli: a restarted node votes again about one --ttl after short-lived lock runs first meet it") {
+    cluster nodes(3);
+    temp_dir dir;
+    prime_records(nodes.uris());
+    nodes[2].restart();
+    const auto run_id = redis_client(nodes[2]).info_field("server", "run_id");
+    const auto repaired = [&] {
+      redis_client c(nodes[2]);
+      const auto run = c.command({"HGET", "redsync:node", "run"}).str;
+      return run.rfind(run_id, 0) == 0 && c.command({"HEXISTS", "redsync:node", "pending"}).integer == 0;
+    };
+    const auto lock_once = [&] {
+      auto o = run_cli({"lock", "--ttl", "2s", "--wait", "5s", nodes_arg(nodes), "cli-rejoin", "--", "true"},
+                       dir.path(), 20s);
+      INFO(show(o));
+      CHECK(o.status == 0);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    lock_once();  // the first run meets node 2 and marks it
+    auto met = run_cli({"ping", "--ttl", "2s", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(met));
+    CHECK(contains(met.out, "; a client first met it "));
+    CHECK(contains(met.out, " from now or later repairs it, and it then votes\n"));
+    // One short run every 300 ms, each gone long before the 2 s repair delay.
+    REQUIRE(wait_until(
+        [&] {
+          if (repaired()) return true;
+          lock_once();
+          std::this_thread::sleep_for(300ms);
+          return false;
+        },
+        30s));
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(took >= 2s);
+    CHECK(took < 12s);
+    auto voting = run_cli({"ping", "--ttl", "2s", nodes_arg(nodes)}, dir.path(), 10s);
+    INFO(show(voting));
+    CHECK(contains(voting.out, "3/3 nodes up, 3/3 voting, quorum 2\n"));
   }
 
   TEST_CASE("cli: a node that can never vote is shown as such") {

@@ -311,6 +311,11 @@ void redis_server::launch() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Ours first: getenv takes the first entry of a name.
+  std::vector<char*> envp;
+  for (auto& e : cfg_.env) envp.push_back(e.data());
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(nullptr);
   std::string out_path = dir_ + "/stdout.log";
   int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -345,7 +350,7 @@ void redis_server::launch() {
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   int fork_errno = errno;

@@ -39,6 +39,9 @@ struct config {
   std::string password{};
   /// Also listen on `<temp dir>/redis.sock` (permissions 700).
   bool unix_socket = false;
+  /// Extra environment entries ("NAME=value") for the server process, on top
+  /// of the test's own environment, e.g. the clock shim (clock_offset.hpp).
+  std::vector<std::string> env{};
   /// Also listen with TLS on tls_port() (the plain port stays, for the
   /// harness's own checks and redis_client).
   std::optional<tls_server_config> tls{};

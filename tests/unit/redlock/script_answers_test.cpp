@@ -1,5 +1,5 @@
 // How each script's answer, and a node's INFO, is read: the pure functions
-// the flows use (lib/redlock/script_answers.hpp, identify_server in node_trust.hpp).
+// the flows use (lib/redlock/script_answers.hpp, identify_server in node_identity.hpp).
 #include <doctest/doctest.h>
 
 #include "redlock/node_trust.hpp"
@@ -92,6 +92,26 @@ TEST_CASE("a record read gives its counter, identity, server time, mark and wind
   CHECK_FALSE(read_node_record(parse("*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n")));
 }
 
+TEST_CASE("a record read's mark gives when it was set and for which server identity") {
+  auto record_with_mark = [](const std::string& mark) {
+    return parse("*6\r\n$1\r\n1\r\n$1\r\nr\r\n$0\r\n\r\n$4\r\n9000\r\n$" + std::to_string(mark.size()) +
+                 "\r\n" + mark + "\r\n$1\r\n5\r\n");
+  };
+  const reply r = record_with_mark("1500 AbC+/x== abc:def:load=1/0");  // the record's views point into it
+  const auto rec = read_node_record(r);
+  REQUIRE(rec);
+  CHECK(rec->mark_ms == 1500);
+  CHECK(rec->mark_identity == "abc:def:load=1/0");
+  // Marks of clients before the mark was dated, or malformed ones, read as
+  // no mark (the next look replaces them).
+  for (const char* bad : {"AbC+/x==", "x1500 r abc", "1500 r", "1500 r ", "-5 r abc", " r abc"}) {
+    CAPTURE(bad);
+    const auto other = read_node_record(record_with_mark(bad));
+    REQUIRE(other);
+    CHECK(other->mark_ms == -1);
+  }
+}
+
 TEST_CASE("a recorded window outside 0..max_expiry makes an acquisition's yes or a record unreadable") {
   // Found by tests/fuzz/reply_fuzz.cpp: a record's window fed the repair
   // delay as it was, and steady_clock::now() + delay overflowed (UB).
@@ -158,6 +178,14 @@ TEST_CASE("INFO's redis_version is parsed, and a version below the mode's minimu
         "abc");
   // No redis_version at all: not judged by version (the other checks decide).
   CHECK(identify_server(info("run_id:abc\r\n"), script_mode::functions).identity == "abc");
+  // A load in place (DEBUG RELOAD) keeps run_id and replication id; the
+  // last load's key counts change the identity.
+  CHECK(identify_server(info("run_id:abc\r\nmaster_replid:def\r\nrdb_last_load_keys_expired:0\r\n"
+                             "rdb_last_load_keys_loaded:0\r\n"))
+            .identity == "abc:def");
+  CHECK(identify_server(info("run_id:abc\r\nmaster_replid:def\r\nrdb_last_load_keys_expired:2\r\n"
+                             "rdb_last_load_keys_loaded:7\r\n"))
+            .identity == "abc:def:load=7/2");
 }
 
 TEST_SUITE_END();
