@@ -80,9 +80,9 @@ redacted_uri::redacted_uri(std::string_view uri, bool user_info_to_last_at)
 //   the scheme was forgotten): after its first ':' when a password follows
 //   it, else all of it, since Lettuce and others read "redis://word@host"
 //   as a password (and "word:@host" is often the same mistake);
-// - after the user info, the value of every parameter named in
-//   secret_names, up to the next raw '&' (in the query, but also in a
-//   path or fragment: anywhere a message may show).
+// - the value of every parameter named in secret_names, up to the next raw
+//   '&' (in the query, but also in a path or fragment: anywhere a message
+//   may show).
 std::vector<redacted_uri::span> redacted_uri::find_secrets(std::string_view uri, bool user_info_to_last_at) {
   std::vector<span> out;
   std::size_t authority = std::string_view::npos;
@@ -94,9 +94,8 @@ std::vector<redacted_uri::span> redacted_uri::find_secrets(std::string_view uri,
     authority = 0;
     at = uri.rfind('@');
   }
-  std::size_t names_from = 0;
-  if (at != std::string_view::npos && at >= authority) {
-    names_from = at + 1;
+  const bool has_user_info = at != std::string_view::npos && at >= authority;
+  if (has_user_info) {
     const std::size_t colon = uri.substr(0, at).find(':', authority);
     if (colon != std::string_view::npos && colon + 1 < at) {
       out.push_back({colon + 1, at - colon - 1});
@@ -104,7 +103,10 @@ std::vector<redacted_uri::span> redacted_uri::find_secrets(std::string_view uri,
       out.push_back({authority, std::min(colon, at) - authority});
     }
   }
-  for (std::size_t p = names_from; p < uri.size();) {
+  // Everywhere, the user name included: "unix:x://h?password=pw:x@y" reads
+  // as user info, but the parser may see a path and a query there, whose
+  // value runs on past the '@'.
+  for (std::size_t p = 0; p < uri.size();) {
     std::size_t value = std::string_view::npos;
     for (const std::string_view name : secret_names) {
       value = std::min(value, value_after_name(uri, p, name));
@@ -117,7 +119,17 @@ std::vector<redacted_uri::span> redacted_uri::find_secrets(std::string_view uri,
     out.push_back({value, end - value});
     p = end;
   }
-  return out;
+  // shown() wants them in order and apart.
+  std::sort(out.begin(), out.end(), [](const span& a, const span& b) { return a.pos < b.pos; });
+  std::vector<span> merged;
+  for (const span& s : out) {
+    if (!merged.empty() && s.pos <= merged.back().pos + merged.back().len) {
+      merged.back().len = std::max(merged.back().len, s.pos + s.len - merged.back().pos);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
 }
 
 std::string redacted_uri::shown(std::string_view part) const {
