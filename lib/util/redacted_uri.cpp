@@ -106,7 +106,16 @@ std::vector<redacted_uri::span> redacted_uri::find_secrets(std::string_view uri,
   // Everywhere, the user name included: "unix:x://h?password=pw:x@y" reads
   // as user info, but the parser may see a path and a query there, whose
   // value runs on past the '@'.
+  // Not inside the masked user info: what it holds is hidden whatever it
+  // spells, and a name there would extend the mask past the '@' only
+  // when the password happens to spell one.
+  const std::size_t skip_from = out.empty() ? uri.size() : out.front().pos;
+  const std::size_t skip_to = out.empty() ? uri.size() : out.front().pos + out.front().len;
   for (std::size_t p = 0; p < uri.size();) {
+    if (p >= skip_from && p < skip_to) {
+      p = skip_to;
+      continue;
+    }
     std::size_t value = std::string_view::npos;
     for (const std::string_view name : secret_names) {
       value = std::min(value, value_after_name(uri, p, name));

@@ -11,7 +11,8 @@
 // after it), or the value of a parameter clients read a password from, its
 // name in any case and percent-encoded. The messages checked are the
 // parser's error, and for a URI it accepts, address() (which results, logs
-// and describe() show) and check_node_options' error. Two checks:
+// and describe() show; not for a unix socket, whose path is shown whole)
+// and check_node_options' error. Two checks:
 // - the same input with every letter and digit of its secrets changed
 //   (within its class, so the parser takes the same path) must give the
 //   same messages: a message that changes shows some of a secret, raw,
@@ -126,30 +127,24 @@ std::size_t value_after(std::string_view uri, std::size_t pos, std::string_view 
 // info (for redis:// and rediss:// it ends at the last '@'; for another
 // scheme at the last '@' before the path; without "://", unless unix:, at
 // the last '@') after its first ':' if a password follows, else the user
-// name (it may be the password); and after the user info (in a unix: URI,
-// after its path), the value of every parameter named as clients name a
-// password, up to the next '&'.
+// name (it may be the password); and after the user info, the value of
+// every parameter named as clients name a password, up to the next '&'.
 std::vector<span> secrets(std::string_view uri) {
   std::vector<span> out;
   std::size_t authority = std::string_view::npos;
   std::size_t at = std::string_view::npos;
-  const bool unix_uri = starts_with_nocase(uri, "unix:");
-  if (unix_uri && !starts_with_nocase(uri, "unix://")) {
-    // "unix:/path": no user info, and the path is a file path, shown (as
-    // address() shows it) even with "://" or "password=" in it.
-  } else if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
+  if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
     authority = scheme_end + 3;
     at = starts_with_nocase(uri, "redis://") || starts_with_nocase(uri, "rediss://")
              ? uri.rfind('@')
              : uri.substr(0, uri.find('/', authority)).rfind('@');
-  } else if (!unix_uri) {
+  } else if (!starts_with_nocase(uri, "unix:")) {
     authority = 0;
     at = uri.rfind('@');
   }
-  // A unix socket URI's query and fragment are never part of its path.
-  std::size_t from = unix_uri ? std::min(uri.find('?'), uri.find('#')) : 0;
+  std::size_t from = 0;
   if (at != std::string_view::npos && at >= authority) {
-    from = std::max(from, at + 1);
+    from = at + 1;
     const std::string_view info = uri.substr(authority, at - authority);
     const std::size_t colon = info.find(':');
     if (colon != std::string_view::npos && colon + 1 < info.size()) {
@@ -253,7 +248,9 @@ said messages(std::string_view uri) {
   }
   out.parsed = true;
   check_parsed(n);
-  out.text = n.address();
+  // A unix socket path is a file path, shown whole (README), even when it
+  // looks like "x://user:pw@host" (the parser's messages mask that).
+  if (n.unix_path.empty()) out.text = n.address();
   try {
     redsync::detail::check_node_options(n);
   } catch (const config_error& e) {
