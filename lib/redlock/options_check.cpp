@@ -77,9 +77,10 @@ void check_node_options(const node_options& node) {
     fail("node_options.db = {}: must be at least 0", node.db);
   }
   // AUTH <user> <password> needs both; a user alone is almost always a URI
-  // where the password was meant (redis://secret@host).
+  // where the password was meant (redis://secret:@host), so its value is
+  // not shown: config errors end up in logs.
   if (!node.username.empty() && node.password.empty()) {
-    fail("node_options.username = \"{}\": a username needs a password", node.username);
+    fail("node_options.username = (not shown: it may be a password): a username needs a password");
   }
   check_tls_options(node);
 }

@@ -1,6 +1,6 @@
 // Parsing node URIs into node_options, one step per part of the URI (scheme,
 // credentials, host and port or unix path, db, TLS parameters); errors show
-// the URI through redacted_uri, never a password.
+// the URI through redacted_uri, never a password or user info that may be one.
 
 #include "util/node_uri.hpp"
 
@@ -150,16 +150,19 @@ class node_uri_parser {
   // user[:password], the user info before the '@'.
   void parse_credentials(std::string_view info) {
     const std::size_t colon = info.find(':');
-    node_.username = decode(info.substr(0, colon), "user name", true);
+    // Clients disagree on what "redis://word@host" means (a user, or a
+    // password as in Lettuce), and "word:@host" is often the same mistake:
+    // a user name is shown only when a password follows it (redacted_uri
+    // masks it likewise).
+    const bool user_is_shown = colon != std::string_view::npos && colon + 1 < info.size();
+    node_.username = decode(info.substr(0, colon), "user name", user_is_shown);
     if (colon != std::string_view::npos) {
       node_.password = decode(info.substr(colon + 1), "password", false);
     } else if (!node_.username.empty()) {
-      // Clients disagree on what "redis://word@host" means (a user, or a
-      // password as in Lettuce); a user alone cannot AUTH anyway.
+      // A user alone cannot AUTH anyway.
       fail(
-          "user name \"{}\" has no password (for a password alone write "
-          "redis://:password@host)",
-          printable(node_.username));
+          "user info without a ':' (not shown: it may be a password; write redis://:password@host for "
+          "a password alone, redis://user:password@host for both)");
     }
   }
 

@@ -1,8 +1,10 @@
 #pragma once
 
-// A node URI as error messages may show it: every password in it becomes
-// "***" and control characters become \xNN, since config errors end up in
-// logs.
+// A node URI as error messages may show it: every secret in it becomes
+// "***" (a password in the user info, user info that may be a password, and
+// the value of any parameter clients read a password from, in any case or
+// percent-encoding) and control characters become \xNN, since config errors
+// end up in logs.
 
 #include <cstddef>
 #include <string>
@@ -18,7 +20,7 @@ class redacted_uri {
   // raw '@'), or else at an '@' before the path.
   redacted_uri(std::string_view uri, bool user_info_to_last_at);
 
-  // `part` (a view into the URI) as it may be shown: every password in it,
+  // `part` (a view into the URI) as it may be shown: every secret in it,
   // or the piece of one it holds, becomes "***", and control characters
   // become \xNN.
   std::string shown(std::string_view part) const;

@@ -4,14 +4,29 @@
 // a finding). A parsed node is usable as given: a TCP host with a port in
 // 1..65535 whose address() parses back to it, or an absolute unix socket
 // path the transport can pass as a C string; db >= 0. An error message is
-// printable and whole, and never shows a password: neither the one in the
-// user info nor a "password=" query value.
+// printable and whole.
+//
+// No message shows a secret the input carried (issue 26): a password in the
+// user info, user info that may be a password (no ':', or an empty password
+// after it), or the value of a parameter clients read a password from, its
+// name in any case and percent-encoded. The messages checked are the
+// parser's error, and for a URI it accepts, address() (which results, logs
+// and describe() show; not for a unix socket, whose path is shown whole)
+// and check_node_options' error. Two checks:
+// - the same input with every letter and digit of its secrets changed
+//   (within its class, so the parser takes the same path) must give the
+//   same messages: a message that changes shows some of a secret, raw,
+//   decoded or recased;
+// - a secret made of characters no message has of its own (say "!~#!")
+//   must not be in them, as written or percent-decoded.
 
 #include "fuzz_check.hpp"
+#include "redlock/options_check.hpp"
 
 #include <redsync/error.hpp>
 #include <redsync/options.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -65,31 +80,112 @@ struct span {
   std::size_t len;
 };
 
-// Where a URI carries passwords, read the way a user means them: in the user
-// info after the first ':' (for redis:// the user info ends at the last '@';
-// otherwise at the last '@' before the path), and in "password=" values of
-// the query after it (up to the next '&').
-std::vector<span> secrets(std::string_view uri) {
-  std::vector<span> out;
-  std::size_t query_from = 0;
-  if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
-    const std::size_t authority = scheme_end + 3;
-    const std::size_t at = starts_with_nocase(uri, "redis://") || starts_with_nocase(uri, "rediss://")
-                               ? uri.rfind('@')
-                               : uri.substr(0, uri.find('/', authority)).rfind('@');
-    if (at != std::string_view::npos && at >= authority) {
-      query_from = at + 1;
-      const std::size_t colon = uri.find(':', authority);
-      if (colon != std::string_view::npos && colon < at) out.push_back({colon + 1, at - colon - 1});
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool is_triplet(std::string_view s, std::size_t i) {
+  return s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0;
+}
+
+std::string decoded(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (is_triplet(s, i)) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
     }
   }
-  if (const std::size_t q = uri.find('?', query_from); q != std::string_view::npos) {
-    for (std::size_t p = uri.find("password=", q); p != std::string_view::npos;
-         p = uri.find("password=", p + 1)) {
-      const std::size_t value = p + 9;
+  return out;
+}
+
+// If `uri` at `pos` spells `name` then '=', in any case and with any of
+// them percent-encoded, where the value starts; else npos.
+std::size_t value_after(std::string_view uri, std::size_t pos, std::string_view name) {
+  std::string want(name);
+  want += '=';
+  for (const char c : want) {
+    if (pos >= uri.size()) return std::string_view::npos;
+    char got = uri[pos];
+    if (is_triplet(uri, pos)) {
+      got = static_cast<char>(hex_value(uri[pos + 1]) * 16 + hex_value(uri[pos + 2]));
+      pos += 3;
+    } else {
+      ++pos;
+    }
+    if (lower(got) != c) return std::string_view::npos;
+  }
+  return pos;
+}
+
+// Where a URI carries secrets, read the way a user may mean them: the user
+// info (for redis:// and rediss:// it ends at the last '@'; for another
+// scheme at the last '@' before the path; without "://", unless unix:, at
+// the last '@') after its first ':' if a password follows, else the user
+// name (it may be the password); and after the user info, the value of
+// every parameter named as clients name a password, up to the next '&'.
+std::vector<span> secrets(std::string_view uri) {
+  std::vector<span> out;
+  std::size_t authority = std::string_view::npos;
+  std::size_t at = std::string_view::npos;
+  if (const std::size_t scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
+    authority = scheme_end + 3;
+    at = starts_with_nocase(uri, "redis://") || starts_with_nocase(uri, "rediss://")
+             ? uri.rfind('@')
+             : uri.substr(0, uri.find('/', authority)).rfind('@');
+  } else if (!starts_with_nocase(uri, "unix:")) {
+    authority = 0;
+    at = uri.rfind('@');
+  }
+  std::size_t from = 0;
+  if (at != std::string_view::npos && at >= authority) {
+    from = at + 1;
+    const std::string_view info = uri.substr(authority, at - authority);
+    const std::size_t colon = info.find(':');
+    if (colon != std::string_view::npos && colon + 1 < info.size()) {
+      out.push_back({authority + colon + 1, info.size() - colon - 1});
+    } else if (colon != 0 && !info.empty()) {
+      out.push_back({authority, std::min(colon, info.size())});
+    }
+  }
+  for (std::size_t p = from; p < uri.size(); ++p) {
+    for (const std::string_view name : {"password", "passwd", "pass", "pwd", "auth", "secret", "token"}) {
+      const std::size_t value = value_after(uri, p, name);
+      if (value == std::string_view::npos) continue;
       const std::size_t amp = uri.find('&', value);
       out.push_back({value, (amp == std::string_view::npos ? uri.size() : amp) - value});
     }
+  }
+  return out;
+}
+
+// `uri` with every letter and digit of its secrets changed to another of
+// the same kind (a hex digit stays one, a letter keeps its case), except in
+// valid %XX sequences (whose decoded bytes the parser checks, e.g. for NUL).
+std::string with_other_secrets(std::string_view uri, const std::vector<span>& spans) {
+  std::string out(uri);
+  std::vector<bool> secret(uri.size(), false);
+  for (const span s : spans)
+    for (std::size_t i = s.pos; i < s.pos + s.len; ++i) secret[i] = true;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (is_triplet(uri, i)) {
+      i += 2;
+      continue;
+    }
+    if (!secret[i]) continue;
+    const auto rotate = [&](char first, char last) {
+      if (out[i] >= first && out[i] <= last) {
+        out[i] = out[i] == last ? first : static_cast<char>(out[i] + 1);
+        return true;
+      }
+      return false;
+    };
+    rotate('0', '9') || rotate('a', 'f') || rotate('A', 'F') || rotate('g', 'z') || rotate('G', 'Z');
   }
   return out;
 }
@@ -114,35 +210,80 @@ void check_printable(std::string_view message) {
   check(message.find("\": ") != std::string_view::npos, "an error message is cut short");
 }
 
-void check_redacted(std::string_view uri, std::string_view message) {
-  for (const span s : secrets(uri)) {
-    const std::string_view secret = uri.substr(s.pos, s.len);
-    // Only a secret made of distinctive characters (say "!~#!") can be told
-    // apart from the words and quotes around the parts a message shows.
-    if (secret.size() < 2) continue;
-    bool all_distinctive = true;
-    for (char c : secret) all_distinctive = all_distinctive && distinctive(c);
-    if (!all_distinctive) continue;
-    // Nor when the same text is also elsewhere in the URI.
-    std::string rest(uri.substr(0, s.pos));
-    rest += uri.substr(s.pos + s.len);
-    if (rest.find(secret) != std::string::npos) continue;
-    check(message.find(secret) == std::string_view::npos, "an error message shows a password");
+void check_not_shown(std::string_view uri, const std::vector<span>& spans, std::string_view message) {
+  for (const span s : spans) {
+    const std::string_view raw = uri.substr(s.pos, s.len);
+    for (const std::string& secret : {std::string(raw), decoded(raw)}) {
+      // Only a secret made of distinctive characters (say "!~#!") can be
+      // told apart from the words and quotes around the parts a message
+      // shows; the other check covers the rest.
+      if (secret.size() < 2) continue;
+      bool all_distinctive = true;
+      for (char c : secret) all_distinctive = all_distinctive && distinctive(c);
+      if (!all_distinctive) continue;
+      // Nor when the same text is also elsewhere in the URI.
+      std::string rest(uri.substr(0, s.pos));
+      rest += uri.substr(s.pos + s.len);
+      if (rest.find(secret) != std::string::npos) continue;
+      check(message.find(secret) == std::string_view::npos, "a message shows a secret");
+    }
   }
+}
+
+// Everything parsing `uri` makes the library say: the parser's error, or
+// for a URI it accepts, the node's address() and check_node_options' error.
+struct said {
+  bool parsed = false;
+  std::string text;
+};
+
+said messages(std::string_view uri) {
+  said out;
+  node_options n;
+  try {
+    n = node_options::parse(uri);
+  } catch (const config_error& e) {
+    out.text = e.what();
+    return out;
+  }
+  out.parsed = true;
+  check_parsed(n);
+  // A unix socket path is a file path, shown whole (README), even when it
+  // looks like "x://user:pw@host" (the parser's messages mask that).
+  if (n.unix_path.empty()) out.text = n.address();
+  try {
+    redsync::detail::check_node_options(n);
+  } catch (const config_error& e) {
+    out.text += '\n';
+    out.text += e.what();
+  }
+  return out;
+}
+
+// Inputs where the parser rightly reads the letters of what looks like a
+// secret, so changing them changes its path: "rediss://h?ca=x@y" (an '@'
+// in a parameter's value, inside what would be user info), and user info
+// whose change makes the URI start with "unix:".
+bool letters_steer_the_parser(std::string_view uri, std::string_view other) {
+  if (starts_with_nocase(uri, "unix:") != starts_with_nocase(other, "unix:")) return true;
+  if (!starts_with_nocase(uri, "rediss://")) return false;
+  const std::size_t at = uri.rfind('@');
+  const std::size_t q = uri.substr(0, at).find('?');
+  return at != std::string_view::npos && q != std::string_view::npos;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view uri(reinterpret_cast<const char*>(data), size);
-  node_options parsed;
-  try {
-    parsed = node_options::parse(uri);
-  } catch (const config_error& e) {
-    check_printable(e.what());
-    check_redacted(uri, e.what());
-    return 0;
-  }
-  check_parsed(parsed);
+  const said first = messages(uri);
+  if (!first.parsed) check_printable(first.text);
+  const std::vector<span> spans = secrets(uri);
+  check_not_shown(uri, spans, first.text);
+  const std::string other = with_other_secrets(uri, spans);
+  if (other == uri || letters_steer_the_parser(uri, other)) return 0;
+  const said second = messages(other);
+  check(first.parsed == second.parsed, "the letters of a secret decide whether a URI parses");
+  check(first.text == second.text, "a message shows (some of) a secret");
   return 0;
 }
