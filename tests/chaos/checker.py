@@ -39,7 +39,8 @@ Violations (each must be 0):
 - liveness: a library lock call that failed although, for its whole
   duration, a quorum of nodes was reachable and voting (no fault touched
   them, counting a restarted, emptied or replaced node as not voting for
-  two guard windows after its restart), its own process was not stopped,
+  two guard windows after its restart, and every node so after the run's
+  start), its own process was not stopped,
   and no holder of that name was stopped or gone (a grant that ended
   without an unlock, a command that was killed) - unless it was contention
   within its bound: the lock was held by others for the whole call except
@@ -68,7 +69,8 @@ KINDS = ("two_holders", "token_not_increasing", "stale_write_accepted", "lost_up
 NODES = 5
 # Faults after which a node does not vote until the restart guard has seen
 # it for a window (and its counter is repaired, one more window).
-NEEDS_WINDOW = ("kill_restart", "kill_restart_late", "restart_empty", "replace", "flush", "split_then_loss:")
+NEEDS_WINDOW = ("kill_restart", "kill_restart_late", "restart_empty", "replace", "flush", "split_then_loss:",
+                "cluster_start")
 # The library's default retry delay is uniform in [50, 250) ms: a waiter
 # whose wake-up was lost tries again within this.
 MAX_RETRY_DELAY_NS = 250_000_000
@@ -142,6 +144,11 @@ class NodeFaults:
         self.active = []  # (from, to, kind), nodes and client pauses
         open_at = {}
         for e in nemesis:
+            if e["op"] == "start":
+                # Every node is brand-new: the guard keeps it out as after a restart.
+                for n in range(NODES):
+                    self.close(n, "cluster_start", e["t"], e["t"], guard_window_ns)
+                continue
             kind = e.get("kind")
             if not kind or e["op"] not in ("fault", "heal"):
                 continue

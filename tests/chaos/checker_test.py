@@ -316,6 +316,15 @@ class LivenessTest(unittest.TestCase):
         h.lock(2, 7000 * MS, 10000 * MS, token=0, until=0, ok=False)  # after: every node votes again
         self.assertEqual(h.check()["liveness"], 1)
 
+    def test_a_call_in_the_first_two_guard_windows_of_the_run_is_excused_every_node_is_new(self):
+        h = History()
+        h.client(2)
+        h.nemesis.append({"t": 0, "op": "start", "seed": 1, "config": "test"})
+        h.lock(2, 10 * MS, 3010 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 0)
+        self.assertEqual(s["liveness_by_fault"]["cluster_start"]["excused"], {"quorum_touched": 1})
+
     def test_a_call_that_fails_while_the_holder_was_paused_is_excused(self):
         h = History()
         h.client(1), h.client(2)
