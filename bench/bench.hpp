@@ -40,6 +40,10 @@ struct config {
   std::string label;
   std::vector<int> lockers{1, 16, 64, 256};
   std::vector<int> contenders{2, 8, 32};
+  // contention: processes per point, and the contender program (default:
+  // redsync_contender next to this program).
+  std::vector<int> contention{2, 4, 8, 32, 64};
+  std::string contender;
   // memory: locks held at once.
   int locks = 10000;
 };
@@ -52,6 +56,7 @@ json run_degraded(const config& cfg);
 json run_failed_lock(const config& cfg);
 json run_memory(const config& cfg);
 json run_ladder(const config& cfg);
+json run_contention(const config& cfg);
 
 // A name no other run of the bench uses: "bench:<what>:<pid>:<counter>".
 std::string unique_name(std::string_view what);

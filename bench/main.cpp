@@ -1,6 +1,6 @@
 // redsync_bench --nodes URI,... [--only NAME] [--iterations N] [--json]
 // Measurements: floor, cycle, throughput, handover, degraded, failed_lock,
-// memory (default: floor,cycle,throughput,handover,memory; the degraded ones
+// memory, ladder, contention (default: floor,cycle,throughput,handover,memory; the degraded ones
 // need a cluster prepared by scripts/bench).
 
 #include "bench.hpp"
@@ -31,13 +31,16 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder (default: floor,cycle,throughput,handover,memory)
+                       memory, ladder, contention (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
   --slow-iterations N  degraded: samples without fail_fast (default: --iterations)
   --duration-ms N      window per throughput/hand-over point (default 3000)
   --lockers A,B,..     throughput concurrency (default 1,16,64,256)
   --contenders A,B,..  hand-over contenders (default 2,8,32)
+  --contention A,B,..  contention: processes per point (default 2,4,8,32,64)
+  --contender PATH     contention: the contender program (default: redsync_contender
+                       next to this program)
   --locks N            memory: locks held at once (default 10000)
   --tries N            failed_lock: tries (default: the library's, 32)
   --label TEXT         degraded: what state the cluster is in
@@ -88,6 +91,10 @@ int main(int argc, char** argv) {
         cfg.lockers = split_ints(value());
       } else if (a == "--contenders") {
         cfg.contenders = split_ints(value());
+      } else if (a == "--contention") {
+        cfg.contention = split_ints(value());
+      } else if (a == "--contender") {
+        cfg.contender = value();
       } else if (a == "--locks") {
         cfg.locks = std::stoi(std::string(value()));
       } else if (a == "--tries") {
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
       {"throughput", bench::run_throughput}, {"handover", bench::run_handover},
       {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
       {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
+      {"contention", bench::run_contention},
   };
   bench::json out;
   try {

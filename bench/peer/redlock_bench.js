@@ -1,6 +1,7 @@
 // node-redlock (redlock 5.0.0-beta.2 over ioredis) measured the same way as
 // redsync_bench, against the same nodes, in the same scripts/bench run:
-// cycle, throughput, handover, degraded, failed_lock. Prints one JSON object.
+// cycle, throughput, handover, degraded, failed_lock, contention. Prints one
+// JSON object.
 //
 //   node bench/peer/redlock_bench.js --nodes redis://127.0.0.1:7101,... \
 //     --only cycle,throughput [--iterations N] [--warmup N] [--duration-ms N]
@@ -12,7 +13,9 @@
 // as soon as a quorum is reached or lost (it has no fail-fast switch) and
 // ioredis has no command timeout unless one is configured.
 
+import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
 import Redlock from "redlock";
 
@@ -31,6 +34,7 @@ function parseArgs(argv) {
     durationMs: 3000,
     lockers: [1, 16, 64, 256],
     contenders: [2, 8, 32],
+    contention: [2, 4, 8, 32, 64],
     label: "",
     capMs: 10000,
   };
@@ -48,6 +52,7 @@ function parseArgs(argv) {
     else if (a === "--duration-ms") cfg.durationMs = Number(v());
     else if (a === "--lockers") cfg.lockers = ints(v());
     else if (a === "--contenders") cfg.contenders = ints(v());
+    else if (a === "--contention") cfg.contention = ints(v());
     else if (a === "--label") cfg.label = v();
     else if (a === "--cap-ms") cfg.capMs = Number(v());
     else if (a === "--json") continue;
@@ -376,11 +381,177 @@ async function failedLock(cfg) {
   };
 }
 
+// Contention, as redsync_bench's section: C contender processes (a pool of
+// forked workers, each with its own ioredis clients and Redlock, started
+// once), one name, a fixed window, hold ~0 or 1 ms, node-redlock's default
+// retry settings and a 1-3 ms delay (retryDelay 2, retryJitter 1). A call
+// that gives up after its retryCount is called again at once: the wait runs
+// from wanting the lock to getting it. The figures are computed as
+// tests/contention/contention_run.cpp's measure() computes them.
+const CONTENTION_SETTINGS = {
+  default: {},
+  "1-3ms": { retryDelay: 2, retryJitter: 1 },
+};
+
+async function contenderWorker() {
+  const clients = new Map();
+  process.on("message", async (job) => {
+    if (job.nodes && !clients.size) {
+      for (const c of makeClients({ nodes: job.nodes })) clients.set(clients.size, c);
+      await Promise.all([...clients.values()].map((c) => c.ping()));
+      process.send({ ready: true });
+      return;
+    }
+    if (job.exit) {
+      closeClients([...clients.values()]);
+      process.exit(0);
+    }
+    const redlock = new Redlock([...clients.values()], CONTENTION_SETTINGS[job.mode]);
+    redlock.on("error", () => {});
+    const start = BigInt(job.start);
+    const stop = BigInt(job.stop);
+    const out = { grants: [], failures: 0, unfinished: null };
+    const lead = Number(start - nowNs()) / 1e6;
+    if (lead > 0) await sleep(lead);
+    while (nowNs() < stop) {
+      const want = nowNs();
+      let lock = null;
+      while (!lock && nowNs() < stop) {
+        try {
+          lock = await redlock.acquire([job.name], DURATION_MS);
+        } catch {
+          if (nowNs() < stop) out.failures++;
+        }
+      }
+      const acquired = nowNs();
+      if (!lock || acquired >= stop) {
+        // Cut by the window's end (a call's retries can run past it).
+        out.unfinished = [String(want), String(stop)];
+        if (lock) await lock.release().catch(() => {});
+        break;
+      }
+      if (job.holdUs > 0) await sleep(job.holdUs / 1000);
+      const released = nowNs();
+      out.grants.push([String(want), String(acquired), String(released)]);
+      try {
+        await lock.release();
+      } catch {
+        // the next acquisition's wait shows it
+      }
+    }
+    process.send(out);
+  });
+}
+
+function measureContention(reports, start, stop) {
+  const grants = [];
+  const unfinished = [];
+  reports.forEach((r, p) => {
+    for (const [w, a, rel] of r.grants) grants.push({ p, want: BigInt(w), acq: BigInt(a), rel: BigInt(rel) });
+    if (r.unfinished) unfinished.push({ want: BigInt(r.unfinished[0]), cut: BigInt(r.unfinished[1]) });
+  });
+  grants.sort((x, y) => (x.acq < y.acq ? -1 : x.acq > y.acq ? 1 : 0));
+  const us = (d) => Number(d) / 1000;
+  const earliest = new Array(grants.length);
+  let pending = unfinished.reduce((m, u) => (u.want < m ? u.want : m), BigInt(Number.MAX_SAFE_INTEGER) * 1000n);
+  for (let i = grants.length - 1; i >= 0; i--) {
+    if (grants[i].want < pending) pending = grants[i].want;
+    earliest[i] = pending;
+  }
+  let busyUntil = start;
+  let gap = 0n;
+  let handovers = 0;
+  let overlaps = 0;
+  const waits = [];
+  const handoverWaits = [];
+  grants.forEach((g, i) => {
+    waits.push(us(g.acq - g.want));
+    if (i > 0 && g.acq < busyUntil) overlaps++;
+    const freeFrom = busyUntil > earliest[i] ? busyUntil : earliest[i];
+    if (g.acq - freeFrom > gap) gap = g.acq - freeFrom;
+    if (i > 0 && g.p !== grants[i - 1].p) {
+      handovers++;
+      handoverWaits.push(us(g.acq - grants[i - 1].rel));
+    }
+    if (g.rel > busyUntil) busyUntil = g.rel;
+  });
+  const wait = summary(waits);
+  for (const u of unfinished) {
+    wait.max_us = Math.max(wait.max_us, round3(us(u.cut - u.want)));
+    const from = busyUntil > u.want ? busyUntil : u.want;
+    if (u.cut - from > gap) gap = u.cut - from;
+  }
+  const shares = reports.map((r) => r.grants.filter(([, a]) => BigInt(a) <= stop).length);
+  const sum = shares.reduce((a, b) => a + b, 0);
+  const squares = shares.reduce((a, b) => a + b * b, 0);
+  const secs = Number(stop - start) / 1e9;
+  return {
+    acquisitions: grants.length,
+    handovers,
+    acquisitions_per_s: round3(grants.length / secs),
+    handovers_per_s: round3(handovers / secs),
+    wait,
+    handover_wait: summary(handoverWaits),
+    longest_stall_ms: round3(Number(gap) / 1e6),
+    jain: squares ? round3((sum * sum) / (shares.length * squares)) : 0,
+    min_share: Math.min(...shares),
+    max_share: Math.max(...shares),
+    failed_calls: reports.reduce((a, r) => a + r.failures, 0),
+    unfinished_waits: unfinished.length,
+    overlaps,
+    seconds: round3(secs),
+  };
+}
+
+async function contention(cfg) {
+  const size = Math.max(...cfg.contention);
+  const self = fileURLToPath(import.meta.url);
+  const workers = [];
+  const ready = [];
+  for (let i = 0; i < size; i++) {
+    const w = fork(self, ["--contender-worker"], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    workers.push(w);
+    ready.push(new Promise((resolve) => w.once("message", resolve)));
+    w.send({ nodes: cfg.nodes });
+  }
+  await Promise.all(ready);
+  const points = [];
+  for (const mode of ["default", "1-3ms"]) {
+    for (const holdUs of [0, 1000]) {
+      for (const c of cfg.contention) {
+        const start = nowNs() + 50_000_000n;
+        const stop = start + BigInt(cfg.durationMs) * 1_000_000n;
+        const job = { name: uniqueName("contention"), mode, holdUs, start: String(start), stop: String(stop) };
+        const reports = await Promise.all(
+          workers.slice(0, c).map(
+            (w) =>
+              new Promise((resolve) => {
+                w.once("message", resolve);
+                w.send(job);
+              }),
+          ),
+        );
+        points.push({ contenders: c, hold_us: holdUs, retry_delay: mode, ...measureContention(reports, start, stop) });
+      }
+    }
+  }
+  for (const w of workers) w.send({ exit: true });
+  return {
+    processes: "one per contender (a forked worker with its own ioredis clients and Redlock)",
+    window_ms: cfg.durationMs,
+    points,
+  };
+}
+
 // ---- main -------------------------------------------------------------------------
 
-const RUNS = { cycle, throughput, handover, degraded, failed_lock: failedLock };
+const RUNS = { cycle, throughput, handover, degraded, failed_lock: failedLock, contention };
 
 async function main() {
+  if (process.argv[2] === "--contender-worker") {
+    await contenderWorker();
+    return;
+  }
   let cfg;
   try {
     cfg = parseArgs(process.argv);

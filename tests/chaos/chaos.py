@@ -146,7 +146,7 @@ def run_once(args, config, seed, duration):
     uris = cluster.uris()
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES, "uris": uris,
-                   "partitions": bool(cluster.firewall.available)}, f)
+                   "partitions": bool(cluster.firewall.available), "guard_window_ms": max_expiry}, f)
     nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
                       forge=config == "meta-guard-bypassed", majority=config == "meta-guard-bypassed")
     procs, threads = [], []

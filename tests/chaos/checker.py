@@ -36,6 +36,25 @@ Violations (each must be 0):
 - unfinished_call: a call that began and never returned.
 - process_failed: a client that exited with an error, or a `redsync lock`
   that exited with a status other than the command's 0, 69, 75 or 79.
+- liveness: a library lock call that failed although, for its whole
+  duration, a quorum of nodes was reachable and voting (no fault touched
+  them, counting a restarted, emptied or replaced node as not voting for
+  two guard windows after its restart, and every node so after the run's
+  start), its own process was not stopped,
+  and no holder of that name was stopped or gone (a grant that ended
+  without an unlock, a command that was killed) - unless it was contention
+  within its bound: the lock was held by others for the whole call except
+  for hand-over gaps no longer than the caller's claim window plus its
+  longest retry delay plus slack, and no more than OVERTAKE_ALLOWANCE calls
+  that began after it were granted while it waited (the fair line serves
+  arrivals in order). Each violation's example says which: "idle" (the lock
+  was free for longer than a hand-over while the call waited) or
+  "overtaken".
+
+Liveness is also reported per fault kind: of the library lock calls that
+overlapped a fault of that kind ("none": no fault at all), how many
+acquired, how many failed with an excuse (and which), and how many were
+violations.
 """
 
 import glob
@@ -46,7 +65,21 @@ import struct
 SLACK_NS = 300_000_000  # scheduling slack on a loaded 2-core machine
 CLI_OK_STATUS = {0, 69, 75, 79}
 KINDS = ("two_holders", "token_not_increasing", "stale_write_accepted", "lost_update", "unbounded_call",
-         "unfinished_call", "process_failed")
+         "unfinished_call", "process_failed", "liveness")
+NODES = 5
+# Faults after which a node does not vote until the restart guard has seen
+# it for a window (and its counter is repaired, one more window).
+NEEDS_WINDOW = ("kill_restart", "kill_restart_late", "restart_empty", "replace", "flush", "split_then_loss:",
+                "cluster_start")
+# The library's default retry delay is uniform in [50, 250) ms: a waiter
+# whose wake-up was lost tries again within this.
+MAX_RETRY_DELAY_NS = 250_000_000
+# The claim window is the command timeout plus this (README, Fair hand-over).
+CLAIM_EXTRA_NS = 250_000_000
+# Later arrivals that may be granted while a call waits (a newcomer may take
+# a lock that fell free by expiry; see the README's limits of the line).
+OVERTAKE_ALLOWANCE = 2
+DEFAULT_GUARD_WINDOW_NS = 3_000_000_000
 
 
 def load_lines(path):
@@ -100,6 +133,56 @@ class Pauses:
         return False
 
 
+class NodeFaults:
+    """When each node could not be counted on to vote: from a fault on it to
+    its heal plus slack, or plus two guard windows (the guard, then the
+    repair) for a fault that restarts, empties or replaces it. Also which
+    fault kinds were active when, for the per-kind liveness report."""
+
+    def __init__(self, nemesis, guard_window_ns):
+        self.down = {}  # node -> [(from, to)]
+        self.active = []  # (from, to, kind), nodes and client pauses
+        open_at = {}
+        for e in nemesis:
+            if e["op"] == "start":
+                # Every node is brand-new: the guard keeps it out as after a restart.
+                for n in range(NODES):
+                    self.close(n, "cluster_start", e["t"], e["t"], guard_window_ns)
+                continue
+            kind = e.get("kind")
+            if not kind or e["op"] not in ("fault", "heal"):
+                continue
+            if kind == "client_pause":
+                if e["op"] == "fault":
+                    open_at[("pause", e.get("pid"))] = e["t"]
+                elif ("pause", e.get("pid")) in open_at:
+                    self.active.append((open_at.pop(("pause", e.get("pid"))), e["t"], kind))
+                continue
+            for n in e.get("nodes", []):
+                if e["op"] == "fault":
+                    open_at[(kind, n)] = e["t"]
+                elif (kind, n) in open_at:
+                    self.close(n, kind, open_at.pop((kind, n)), e["t"], guard_window_ns)
+        for (kind, n), t in open_at.items():
+            if kind == "pause":
+                self.active.append((t, float("inf"), "client_pause"))
+            else:
+                self.close(n, kind, t, float("inf"), guard_window_ns)
+
+    def close(self, node, kind, start, healed, window):
+        extra = 2 * window if kind.startswith(NEEDS_WINDOW) else 0
+        self.down.setdefault(node, []).append((start, healed + extra + SLACK_NS))
+        self.active.append((start, healed + extra, kind.split(":")[0]))
+
+    def voting_throughout(self, start, end):
+        """Nodes that no fault touched during [start, end]."""
+        return sum(1 for n in range(NODES)
+                   if not any(a <= end and b >= start for a, b in self.down.get(n, [])))
+
+    def kinds_during(self, start, end):
+        return sorted({k for a, b, k in self.active if a <= end and b >= start}) or ["none"]
+
+
 class Checker:
     def __init__(self, run_dir):
         self.run_dir = run_dir
@@ -113,12 +196,17 @@ class Checker:
         self.clients = load_lines(os.path.join(run_dir, "clients.jsonl"))
         self.enforce, self.final = read_resource(os.path.join(run_dir, "resource.bin"), self.names)
         self.pauses = Pauses(self.nemesis)
+        window_ms = self.meta.get("guard_window_ms")
+        self.node_faults = NodeFaults(self.nemesis, window_ms * 1_000_000 if window_ms else DEFAULT_GUARD_WINDOW_NS)
+        self.liveness_by_fault = {}
+        self.why = {}
         self.v = {k: 0 for k in KINDS}
         self.examples = {k: [] for k in KINDS}
         self.observed = {"overlaps_at_resource": 0, "stale_writes_attempted": 0, "stale_writes_accepted": 0,
                          "touches_refused": 0, "writes_accepted": 0, "writes_unrecorded": 0, "abandoned": 0, "late_grants": 0}
         self.grants = []
         self.locks = []
+        self.lock_proc = []  # the process of each entry of self.locks
 
     def violation(self, kind, detail):
         self.v[kind] += 1
@@ -147,6 +235,7 @@ class Checker:
                 elif op == "lock":
                     open_calls.pop("lock", None)
                     self.locks.append(e)
+                    self.lock_proc.append(proc)
                     self.check_call_bound(e, e["deadline"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "lock")
                     if e.get("ok"):
                         grant = {"proc": proc, "pids": [e["pid"]], "name": e["name"], "token": e["token"],
@@ -290,12 +379,83 @@ class Checker:
                 self.violation("unbounded_call", {"call": "redsync lock", "pid": r["pid"], "ms": waited / 1e6,
                                                   "status": r["status"]})
 
+    def occupancy(self, g):
+        """When grant g kept its name from others: a library grant from its
+        grant to its unlock (plus slack), or to its validity's end when it
+        never unlocked; a command of `redsync lock` from its start to its
+        end, with slack on both sides for the tool around it."""
+        if g["cli"]:
+            return g["granted"] - SLACK_NS, (g.get("end") or g["granted"]) + SLACK_NS
+        if g["released"]:
+            return g["granted"], g["released"] + SLACK_NS
+        return g["granted"], g["until"]
+
+    def holder_gone_or_paused(self, g, start, end):
+        """A holder of the name during [start, end] that was stopped, or
+        that ended without letting the lock go (killed, crashed, lost)."""
+        if self.pauses.paused_within(g["pids"] + g.get("tool", []), g["granted"], end):
+            return True
+        if g["cli"]:
+            return g.get("left") is None
+        return g["released"] is None
+
+    def liveness_reason(self, e, proc):
+        """Why failed call e is excused, or None when it is a violation (then
+        self.why says what was wrong)."""
+        start, end = e["start"], e["end"]
+        if self.node_faults.voting_throughout(start, end) < NODES // 2 + 1:
+            return "quorum_touched"
+        if self.pauses.paused_within([e["pid"]], start, end):
+            return "caller_paused"
+        others = [g for g in self.grants if g["name"] == e["name"] and g["proc"] != proc]
+        during = [g for g in others if self.occupancy(g)[0] <= end and self.occupancy(g)[1] >= start]
+        if any(self.holder_gone_or_paused(g, start, end) for g in during):
+            return "holder_paused_or_gone"
+        # Contention within its bound: no long idle gap, no overtaking.
+        allowed = self.timeout_ns.get(proc, 0) + CLAIM_EXTRA_NS + MAX_RETRY_DELAY_NS + SLACK_NS
+        covered_to, gap = start, 0
+        for a, b in sorted(self.occupancy(g) for g in during):
+            if a > covered_to:
+                gap = max(gap, a - covered_to)
+            covered_to = max(covered_to, b)
+        gap = max(gap, end - covered_to)
+        overtaken = [g for g in during if g["start"] > start + SLACK_NS and start < g["granted"] < end]
+        if gap > allowed:
+            self.why = {"why": "idle", "idle_ms": gap / 1e6, "allowed_ms": allowed / 1e6}
+            return None
+        if len(overtaken) > OVERTAKE_ALLOWANCE:
+            self.why = {"why": "overtaken", "by_later_calls": len(overtaken)}
+            return None
+        return "contention"
+
+    def check_liveness(self):
+        for e, proc in zip(self.locks, self.lock_proc):
+            kinds = self.node_faults.kinds_during(e["start"], e["end"])
+            reason = "acquired" if e.get("ok") else self.liveness_reason(e, proc)
+            for k in kinds:
+                row = self.liveness_by_fault.setdefault(k, {"lock_calls": 0, "acquired": 0, "excused": {},
+                                                            "violations": 0})
+                row["lock_calls"] += 1
+                if reason == "acquired":
+                    row["acquired"] += 1
+                elif reason is None:
+                    row["violations"] += 1
+                else:
+                    row["excused"][reason] = row["excused"].get(reason, 0) + 1
+            if reason is None:
+                self.violation("liveness", dict(self.why, name=e["name"], pid=e["pid"], client=e.get("client"),
+                                                error=e.get("error"), ms=(e["end"] - e["start"]) / 1e6,
+                                                start=e["start"], faults=kinds))
+        for row in self.liveness_by_fault.values():
+            row["liveness"] = round(row["acquired"] / row["lock_calls"], 3) if row["lock_calls"] else 0.0
+
     def summary(self):
         self.replay()
         self.check_exclusion()
         self.check_tokens()
         self.check_resource()
         self.check_processes()
+        self.check_liveness()
         ok = sum(1 for e in self.locks if e.get("ok"))
         errors = {}
         for e in self.locks:
@@ -322,6 +482,7 @@ class Checker:
                 "grants": len(self.grants),
                 "cli_runs": len(self.cli_runs), "cli_exit_status": cli_status,
             },
+            "liveness_by_fault": self.liveness_by_fault,
             "faults": faults,
             "skipped_faults": skipped,
             "observed": self.observed,

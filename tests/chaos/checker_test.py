@@ -82,11 +82,18 @@ class History:
         if leave_at is None:  # killed in the section: drop its leave
             self.events.pop()
 
+    def node_fault(self, kind, nodes, start, end):
+        self.nemesis.append({"t": start, "op": "fault", "kind": kind, "nodes": nodes})
+        self.nemesis.append({"t": end, "op": "heal", "kind": kind, "nodes": nodes})
+
     def pause(self, pid, start, end):
         self.nemesis.append({"t": start, "op": "fault", "kind": "client_pause", "pid": pid})
         self.nemesis.append({"t": end, "op": "heal", "kind": "client_pause", "pid": pid})
 
     def check(self, counter=None):
+        return self.summary(counter)["violations"]
+
+    def summary(self, counter=None):
         with open(os.path.join(self.dir, "history", "all.jsonl"), "w") as f:
             for e in self.events:
                 f.write(json.dumps(e) + "\n")
@@ -101,7 +108,7 @@ class History:
         with open(os.path.join(self.dir, "resource.bin"), "wb") as f:
             f.write(struct.pack("<QQQ", 0x31534F4148435352, 1, 1).ljust(64, b"\0"))
             f.write(struct.pack("<QQQ", 0, counter, 0).ljust(64, b"\0"))
-        return checker.check(self.dir)["violations"]
+        return checker.check(self.dir)
 
 
 def only(violations, kind):
@@ -237,6 +244,103 @@ class CheckerTest(unittest.TestCase):
         h.hold(1, 0, token=1, pid=77)
         h.hold(2, 100 * MS, token=2, pid=77)
         self.assertEqual({k: n for k, n in h.check().items() if n}, {})
+
+
+class LivenessTest(unittest.TestCase):
+    """A failed lock call is a liveness violation unless a quorum was touched
+    by a fault, its own process or a holder of the name was stopped or gone,
+    or it was contention within its bound."""
+
+    def test_a_call_that_fails_while_the_lock_sat_free_and_every_node_was_up_is_a_violation(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.hold(1, 0, token=1)  # held 50 ms, then free for good
+        h.lock(2, 20 * MS, 3020 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 1)
+        self.assertEqual(s["examples"]["liveness"][0]["why"], "idle")
+        self.assertEqual(s["liveness_by_fault"]["none"]["violations"], 1)
+
+    def test_a_call_that_fails_while_another_client_held_the_lock_throughout_is_contention(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.hold(1, 0, token=1, length=3500 * MS, until_after=4000 * MS)
+        h.lock(2, 20 * MS, 3020 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 0)
+        self.assertEqual(s["liveness_by_fault"]["none"]["excused"], {"contention": 1})
+
+    def test_short_hand_over_gaps_between_earlier_arrivals_are_contention_not_idleness(self):
+        h = History()
+        h.client(2)
+        for k in range(10):  # ten clients in line before 2, served in turn, 290 ms each, 10 ms gaps
+            p = 10 + k
+            h.client(p)
+            h.lock(p, k * MS, k * 300 * MS + 5 * MS, token=k + 1, until=k * 300 * MS + 2000 * MS)
+            h.section(p, k * 300 * MS + 6 * MS, token=k + 1)
+            h.unlock(p, k * 300 * MS + 290 * MS, k * 300 * MS + 291 * MS)
+        h.lock(2, 100 * MS, 3100 * MS, token=0, until=0, ok=False)
+        self.assertEqual(h.check()["liveness"], 0)
+
+    def test_a_call_overtaken_by_many_later_arrivals_is_a_violation(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.lock(2, 0, 3000 * MS, token=0, until=0, ok=False)
+        for k in range(10):  # 1 arrives after 2 every time, and is served every time
+            h.hold(1, 100 * MS + k * 280 * MS, token=k + 1, length=270 * MS)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 1)
+        self.assertEqual(s["examples"]["liveness"][0]["why"], "overtaken")
+
+    def test_a_call_that_fails_while_a_majority_of_nodes_was_faulted_is_excused_and_counted_under_its_fault(self):
+        h = History()
+        h.client(2)
+        h.node_fault("pause_long", [0, 1], 100 * MS, 2000 * MS)
+        h.node_fault("stall", [2], 500 * MS, 900 * MS)
+        h.lock(2, 0, 3000 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 0)
+        self.assertEqual(s["liveness_by_fault"]["pause_long"]["excused"], {"quorum_touched": 1})
+        self.assertEqual(s["liveness_by_fault"]["stall"]["lock_calls"], 1)
+
+    def test_a_node_restarted_empty_does_not_vote_for_two_guard_windows_after_its_restart(self):
+        h = History()
+        h.client(2)
+        h.node_fault("restart_empty", [0], 0, 10 * MS)
+        h.node_fault("kill_restart", [1], 0, 10 * MS)
+        h.node_fault("flush", [2], 0, 10 * MS)
+        h.lock(2, 5000 * MS, 8000 * MS, token=0, until=0, ok=False)  # within 2 x 3 s of the restarts
+        self.assertEqual(h.check()["liveness"], 0)
+        h.events.clear()
+        h.client(2)
+        h.lock(2, 7000 * MS, 10000 * MS, token=0, until=0, ok=False)  # after: every node votes again
+        self.assertEqual(h.check()["liveness"], 1)
+
+    def test_a_call_in_the_first_two_guard_windows_of_the_run_is_excused_every_node_is_new(self):
+        h = History()
+        h.client(2)
+        h.nemesis.append({"t": 0, "op": "start", "seed": 1, "config": "test"})
+        h.lock(2, 10 * MS, 3010 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 0)
+        self.assertEqual(s["liveness_by_fault"]["cluster_start"]["excused"], {"quorum_touched": 1})
+
+    def test_a_call_that_fails_while_the_holder_was_paused_is_excused(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.lock(1, 0, 10 * MS, token=1, until=1000 * MS)
+        h.pause(1, 20 * MS, 2500 * MS)
+        h.lock(2, 30 * MS, 3030 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["liveness"], 0)
+        self.assertEqual(s["liveness_by_fault"]["client_pause"]["excused"], {"holder_paused_or_gone": 1})
+
+    def test_a_call_that_fails_after_the_holder_died_without_unlocking_is_excused(self):
+        h = History()
+        h.client(1), h.client(2)
+        h.lock(1, 0, 10 * MS, token=1, until=1000 * MS)  # never unlocks: the process was killed
+        h.lock(2, 30 * MS, 3030 * MS, token=0, until=0, ok=False)
+        self.assertEqual(h.check()["liveness"], 0)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,17 @@ def markdown(s):
         rows.append("| observed: %s | %d |" % (k.replace("_", " "), ob[k]))
     for k in sorted(s["violations"]):
         rows.append("| **violation: %s** | **%d** |" % (k.replace("_", " "), s["violations"][k]))
+    lv = s.get("liveness_by_fault") or {}
+    if lv:
+        rows += ["", "Liveness per fault kind (library lock calls that overlapped a fault of that kind; a call "
+                 "overlapping several counts under each; a failure is excused when a quorum was touched, its "
+                 "process or a holder of the name was stopped or gone, or it was contention within its bound):",
+                 "", "| fault | lock calls | acquired | liveness | failed, excused | **violations** |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        for k in sorted(lv, key=lambda k: (k != "none", k)):
+            r = lv[k]
+            rows.append("| %s | %d | %d | %.1f%% | %s | **%d** |" % (
+                k, r["lock_calls"], r["acquired"], 100 * r["liveness"], _counts(r["excused"]), r["violations"]))
     if o["lock_errors"]:
         rows.append("")
         rows.append("Failed lock calls by error: " + ", ".join(
