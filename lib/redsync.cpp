@@ -31,7 +31,9 @@ Redsync::Redsync(const std::vector<std::string>& node_uris, redsync_options opti
 Redsync::Redsync(std::vector<node_options> nodes, redsync_options options)
     : engine_(std::make_shared<detail::engine>(std::move(nodes), options)) {}
 
-Redsync::~Redsync() = default;
+Redsync::~Redsync() {
+  detail::engine::destroy(std::move(engine_));
+}
 
 Mutex Redsync::new_mutex(std::string name, mutex_options options) {
   detail::check_mutex_options(name, options);
