@@ -1,6 +1,7 @@
 // The public API's own contracts (lib/mutex.cpp, lib/error.cpp, guard): a
-// moved-from Mutex, the asynchronous and future forms, how outcomes print,
-// and what a failed lock says when the restart guard stood in the way.
+// moved-from Mutex, the asynchronous and future forms, how outcomes and
+// tokens print, how a result is compared with an error, what a failed lock
+// says, and the constructors' overloads.
 
 #include "fresh_nodes.hpp"
 #include "names.hpp"
@@ -12,9 +13,13 @@
 #include <doctest/doctest.h>
 
 #include <future>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
@@ -95,5 +100,30 @@ TEST_SUITE("api") {
     REQUIRE(r.nodes_with(redsync::node_status::excluded).size() >= 2);
     CHECK_MESSAGE(r.describe().find("do not vote yet (restart guard") != std::string::npos, r.describe());
     CHECK_THROWS_WITH(m.lock(), doctest::Contains("do not vote yet"));
+  }
+
+  TEST_CASE("a Redsync is made from 1, 2, 3 or 5 URIs written in place as string literals") {
+    // Two literals used to be ambiguous (a vector's iterator-pair
+    // constructor); these lines are the test: they must compile. The nodes
+    // are never contacted (connections open lazily).
+    redsync::Redsync one({"redis://127.0.0.1:1"});
+    redsync::Redsync two({"redis://127.0.0.1:1", "redis://127.0.0.1:2"});
+    redsync::Redsync three({"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"});
+    redsync::Redsync five({"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3",
+                           "redis://127.0.0.1:4", "redis://127.0.0.1:5"});
+    redsync::Redsync two_with_options({"redis://127.0.0.1:1", "redis://127.0.0.1:2"}, {.pool_size = 2});
+    CHECK(one.node_count() == 1);
+    CHECK(two.node_count() == 2);
+    CHECK(two.addresses() == std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"});
+    CHECK(three.node_count() == 3);
+    CHECK(five.node_count() == 5);
+    CHECK(two_with_options.quorum() == 2);
+    // The other forms still choose their own constructors.
+    const std::vector<std::string> uris{"redis://127.0.0.1:1", "redis://127.0.0.1:2"};
+    CHECK(redsync::Redsync(uris).node_count() == 2);
+    CHECK(
+        redsync::Redsync({redsync::node_options{.port = 1}, redsync::node_options{.port = 2}}).node_count() ==
+        2);
+    CHECK_THROWS_AS(redsync::Redsync({"redis://127.0.0.1:1", "redis://127.0.0.1:1"}), redsync::config_error);
   }
 }
