@@ -7,6 +7,7 @@
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
+#include <redsync/fencing_token.hpp>
 #include <redsync/guard.hpp>
 #include <redsync/mutex.hpp>
 #include <redsync/observer.hpp>

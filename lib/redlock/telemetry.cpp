@@ -102,10 +102,10 @@ void telemetry::notify(F&& call) noexcept {
 void telemetry::acquisition(const mutex_state& st, bool blocking, const result& r) {
   acquisitions_.add(r);
   if (!observer_) return;
-  std::uint64_t token = 0;
+  fencing_token token{};
   if (r.ok()) {
     std::lock_guard lk(st.mu);
-    token = st.token.value;
+    token = st.token;
   }
   notify([&](observer& o) {
     o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});

@@ -28,6 +28,9 @@ using redsync::test::unique_name;
 
 // A guard is made on purpose, never by conversion from a Mutex.
 static_assert(!std::is_convertible_v<redsync::Mutex&, redsync::guard>);
+// One token type everywhere: the observer's event carries what token() returns.
+static_assert(std::is_same_v<decltype(redsync::acquire_event::token), redsync::fencing_token>);
+static_assert(std::is_same_v<decltype(std::declval<redsync::Mutex&>().token()), redsync::fencing_token>);
 
 TEST_SUITE("api") {
   TEST_CASE("a moved-from Mutex throws a logic_error naming the mistake, and works again once assigned") {
@@ -125,5 +128,33 @@ TEST_SUITE("api") {
         redsync::Redsync({redsync::node_options{.port = 1}, redsync::node_options{.port = 2}}).node_count() ==
         2);
     CHECK_THROWS_AS(redsync::Redsync({"redis://127.0.0.1:1", "redis://127.0.0.1:1"}), redsync::config_error);
+  }
+
+  TEST_CASE("a fencing token prints as its number through operator<< and {fmt}, from a Mutex and an event") {
+    cluster c(1);
+    struct token_observer : redsync::observer {
+      std::promise<std::string> printed;
+      void on_acquire(const redsync::acquire_event& e) override {
+        std::ostringstream out;
+        out << e.token;
+        printed.set_value(out.str());
+      }
+    };
+    auto obs = std::make_shared<token_observer>();
+    redsync::Redsync rs(c.uris(), fresh_nodes({.observer = obs}));
+    auto m = rs.new_mutex(unique_name("print-token"));
+    REQUIRE(m.lock(redsync::context{}).ok());
+    const auto t = m.token();
+    REQUIRE(t.value > 0);
+    std::ostringstream out;
+    out << "token " << t;
+    CHECK(out.str() == "token " + std::to_string(t.value));
+    CHECK(obs->printed.get_future().get() == std::to_string(t.value));
+    CHECK(fmt::format("{}", t) == std::to_string(t.value));
+    CHECK(fmt::format("{:>24}|{:x}", t, redsync::fencing_token{255}) == fmt::format("{:>24}|ff", t.value));
+    std::ostringstream none;
+    none << redsync::fencing_token{};
+    CHECK(none.str() == "0");
+    CHECK(m.unlock(redsync::context{}).ok());
   }
 }

@@ -77,7 +77,7 @@ struct recorder : redsync::observer {
                      std::this_thread::get_id()});
   }
   void on_acquire(const redsync::acquire_event& e) override {
-    add("acquire", e.names, e.outcome, e.token, e.blocking);
+    add("acquire", e.names, e.outcome, e.token.value, e.blocking);
   }
   void on_release(const redsync::release_event& e) override { add("release", e.names, e.outcome, 0, false); }
   void on_extend(const redsync::extend_event& e) override {
