@@ -125,8 +125,7 @@ void telemetry::extension(const mutex_state& st, bool automatic, const result& r
 void telemetry::lost(const mutex_state& st, const result& r) {
   lost_.fetch_add(1, relaxed);
   if (logging())
-    log(log_level::warning,
-        fmt::format("redsync: lock \"{}\" was lost while held: {}", names_of(st.names), r.describe()));
+    log(log_level::warning, fmt::format("redsync: lock \"{}\": {}", names_of(st.names), r.describe()));
   notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
 }
 

@@ -157,4 +157,40 @@ TEST_SUITE("api") {
     CHECK(none.str() == "0");
     CHECK(m.unlock(redsync::context{}).ok());
   }
+
+  TEST_CASE("a lock_error says its reason once: what() is the outcome's describe()") {
+    redsync::result r;
+    r.error = redsync::errc::busy;
+    r.attempts = 2;
+    r.elapsed = 1500us;
+    redsync::node_result n;
+    n.address = "127.0.0.1:1";
+    n.status = redsync::node_status::taken;
+    r.nodes.push_back(n);
+    const redsync::lock_error e(r);
+    CHECK(std::string(e.what()) ==
+          "lock is held by another holder after 2 attempts in 1.500 ms "
+          "[127.0.0.1:1 taken 0us]");
+    CHECK(e.code() == redsync::errc::busy);
+    CHECK(e.outcome().describe() == e.what());
+
+    // The same from a real lock() that gives up.
+    cluster c(1);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("lock-error");
+    auto holder = rs.new_mutex(name);
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    auto other = rs.new_mutex(name, {.tries = 2, .retry_delay = [](int) { return 1ms; }});
+    std::string what;
+    try {
+      other.lock();
+    } catch (const redsync::lock_error& err) {
+      what = err.what();
+      CHECK(what == err.outcome().describe());
+    }
+    const std::string reason = "lock is held by another holder";
+    CHECK(what.starts_with(reason + " after 2 attempts in "));
+    CHECK(what.find(reason, reason.size()) == std::string::npos);  // once
+    CHECK(holder.unlock(redsync::context{}).ok());
+  }
 }
