@@ -148,6 +148,10 @@ struct REDSYNC_API result {
   explicit operator bool() const noexcept { return !error; }
   /// True on success.
   bool ok() const noexcept { return !error; }
+  /// True when the call failed with `e`: `if (r.is(redsync::errc::no_quorum))`.
+  /// The same as `r.error == e` (a `std::error_code` compares with an `errc`);
+  /// `is(errc{})` is never true (success is `ok()`).
+  bool is(errc e) const noexcept { return error && error == make_error_code(e); }
   /// True when the lock is held by somebody else (`errc::busy`).
   bool busy() const noexcept;
   /// Addresses of the nodes whose status is `s`.

@@ -158,6 +158,28 @@ TEST_SUITE("api") {
     CHECK(m.unlock(redsync::context{}).ok());
   }
 
+  TEST_CASE("a result is compared with a specific error by is() or by error ==") {
+    cluster c(1);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("is");
+    auto holder = rs.new_mutex(name);
+    auto other = rs.new_mutex(name);
+    const auto ok = holder.try_lock(redsync::context{});
+    REQUIRE(ok.ok());
+    CHECK_FALSE(ok.is(redsync::errc::busy));
+    CHECK_FALSE(ok.is(redsync::errc{}));  // success is ok(), never an error
+    const auto r = other.try_lock(redsync::context{});
+    CHECK(r.is(redsync::errc::busy));
+    CHECK(r.error == redsync::errc::busy);  // the same test, spelled out
+    CHECK_FALSE(r.is(redsync::errc::no_quorum));
+    CHECK(rs.new_mutex(unique_name("is-idle")).unlock(redsync::context{}).is(redsync::errc::not_held));
+    // An error of another category with the same number is not ours.
+    redsync::result foreign;
+    foreign.error = std::make_error_code(std::errc::operation_not_permitted);  // 1, as errc::busy
+    CHECK_FALSE(foreign.is(redsync::errc::busy));
+    CHECK(holder.unlock(redsync::context{}).ok());
+  }
+
   TEST_CASE("a lock_error says its reason once: what() is the outcome's describe()") {
     redsync::result r;
     r.error = redsync::errc::busy;
