@@ -15,12 +15,14 @@
 
 #include <uv.h>
 
-#include <dirent.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -32,16 +34,10 @@ using redsync::test::wait_until;
 
 namespace {
 
-// Threads of this process, as the kernel sees them: a thread that returned
-// is gone from here even before it is joined.
-std::size_t thread_count() {
-  std::size_t n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (const dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    ::closedir(d);
-  }
-  return n;
+// Whether the thread `tid` of this process still runs, as the kernel sees
+// it: a thread that returned is gone even before it is joined.
+bool thread_alive(pid_t tid) {
+  return ::access(("/proc/self/task/" + std::to_string(tid)).c_str(), F_OK) == 0;
 }
 
 // What the application keeps, owned only by the callback below: the Mutexes
@@ -57,16 +53,20 @@ struct app_state {
 struct outcome {
   redsync::result trigger;  // what the callback that dropped the Redsync got
   redsync::result waiter;   // the call in flight when the Redsync went
+  pid_t loop_tid = 0;       // the thread the callback ran on
 };
 
 // Builds the state, starts a waiter that cannot finish, and drops the last
 // reference to the Redsync in the trigger's callback: inside its body
 // (`reset_in_body`), or as the callback object is destroyed after it ran
 // (a shared_ptr captured by value, the pattern of the issue).
+// `made` runs once the Redsync is made (an application-owned loop is started
+// there: making a Redsync on a loop another thread already runs is not safe).
 outcome drop_in_callback(cluster& c, const std::string& name, redsync::redsync_options options,
-                         bool reset_in_body) {
+                         bool reset_in_body, const std::function<void()>& made = {}) {
   auto app = std::make_shared<app_state>();
   app->rs = std::make_shared<redsync::Redsync>(c.uris(), fresh_nodes(std::move(options)));
+  if (made) made();
   app->holder.emplace(app->rs->new_mutex(name, {.expiry = 30s}));
   REQUIRE(app->holder->lock(redsync::context::timeout(5s)).ok());
   app->waiter.emplace(app->rs->new_mutex(name, {.expiry = 30s, .tries = 100000}));
@@ -76,13 +76,15 @@ outcome drop_in_callback(cluster& c, const std::string& name, redsync::redsync_o
   app->trigger.emplace(app->rs->new_mutex(unique_name("drop-trigger")));
 
   auto trigger_done = std::make_shared<std::promise<redsync::result>>();
+  auto loop_tid = std::make_shared<std::atomic<pid_t>>(0);
   redsync::Mutex& trigger = *app->trigger;
   // The callback holds the only reference from here on.
-  trigger.try_lock_async(redsync::context::timeout(5s),
-                         [app = std::move(app), trigger_done, reset_in_body](redsync::result r) mutable {
-                           if (reset_in_body) app.reset();  // ~Mutex x3, then ~Redsync, right here
-                           trigger_done->set_value(std::move(r));
-                         });
+  trigger.try_lock_async(redsync::context::timeout(5s), [app = std::move(app), trigger_done, loop_tid,
+                                                         reset_in_body](redsync::result r) mutable {
+    loop_tid->store(::gettid());
+    if (reset_in_body) app.reset();  // ~Mutex x3, then ~Redsync, right here
+    trigger_done->set_value(std::move(r));
+  });
   outcome out;
   auto tf = trigger_done->get_future();
   REQUIRE(tf.wait_for(10s) == std::future_status::ready);
@@ -90,6 +92,7 @@ outcome drop_in_callback(cluster& c, const std::string& name, redsync::redsync_o
   auto wf = waiter_done->get_future();
   REQUIRE(wf.wait_for(10s) == std::future_status::ready);
   out.waiter = wf.get();
+  out.loop_tid = loop_tid->load();
   return out;
 }
 
@@ -103,7 +106,6 @@ TEST_SUITE("lifetime") {
     for (const bool reset_in_body : {false, true}) {
       CAPTURE(reset_in_body);
       const auto name = unique_name("drop-own-loop");
-      const std::size_t threads_before = thread_count();
       const auto out = drop_in_callback(c, name, {}, reset_in_body);
       CHECK_MESSAGE(out.trigger.ok(), out.trigger.describe());
       CHECK(out.waiter.error == redsync::errc::shutting_down);
@@ -114,7 +116,9 @@ TEST_SUITE("lifetime") {
         CHECK_MESSAGE(wait_until([&] { return !redis_client(c[i]).exists(name); }, 5s), "node ", i);
       // The loop thread closed its loop and returned (it is joined later,
       // by the next Redsync made or at exit).
-      CHECK(wait_until([&] { return thread_count() <= threads_before; }, 5s));
+      REQUIRE(out.loop_tid != 0);
+      CHECK(out.loop_tid != ::gettid());
+      CHECK(wait_until([&] { return !thread_alive(out.loop_tid); }, 5s));
     }
     // A new Redsync after that works, and joins the finished thread.
     redsync::Redsync rs(c.uris(), fresh_nodes());
@@ -131,11 +135,14 @@ TEST_SUITE("lifetime") {
       uv_loop_t loop;
       REQUIRE(uv_loop_init(&loop) == 0);
       uv_async_t stop;
-      uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
-      std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+      uv_async_init(&loop, &stop,
+                    [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+      std::thread runner;
 
       const auto name = unique_name("drop-app-loop");
-      const auto out = drop_in_callback(c, name, {.loop = &loop}, reset_in_body);
+      const auto out = drop_in_callback(c, name, {.loop = &loop}, reset_in_body, [&] {
+        runner = std::thread([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+      });
       CHECK_MESSAGE(out.trigger.ok(), out.trigger.describe());
       CHECK(out.waiter.error == redsync::errc::shutting_down);
       for (std::size_t i = 0; i < c.size(); ++i)
