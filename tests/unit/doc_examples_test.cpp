@@ -80,8 +80,8 @@ void redsync_example() {
 void readme_errors(redsync::Mutex& m) {
   using redsync::node_status;
   auto r = m.lock(redsync::context::timeout(2s));
-  if (r.ok()) { /* held */
-  } else if (r.busy()) { /* somebody else has it */
+  if (r.ok()) {                                /* held */
+  } else if (r.busy()) {                       /* somebody else has it */
   } else if (r.is(redsync::errc::no_quorum)) { /* nodes down: r.nodes_with(node_status::unreachable) */
     (void)r.nodes_with(node_status::unreachable);
   } else if (r.error == redsync::errc::deadline_exceeded) { /* the same test, spelled out */
