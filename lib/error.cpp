@@ -91,6 +91,7 @@ std::vector<std::string> result::nodes_with(node_status s) const {
 
 std::string result::describe() const {
   std::string out = error ? error.message() : std::string("ok");
+  if (!reason.empty()) out += ": " + reason;
   // When nodes that agreed were left out (restart guard, counter repair) and
   // would have made the quorum, that is what stood in the way: say so first.
   if (error == errc::no_quorum) {
@@ -134,7 +135,12 @@ std::ostream& operator<<(std::ostream& out, node_status s) {
 }
 
 lock_error::lock_error(result r)
-    : std::system_error(r.error ? r.error : make_error_code(errc::no_quorum), r.describe()),
-      result_(std::move(r)) {}
+    : std::system_error(r.error ? r.error : make_error_code(errc::no_quorum)),
+      result_(std::move(r)),
+      what_(result_.describe()) {}
+
+const char* lock_error::what() const noexcept {
+  return what_.c_str();
+}
 
 }  // namespace redsync

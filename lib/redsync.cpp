@@ -28,10 +28,15 @@ std::vector<node_options> parse_all(const std::vector<std::string>& uris) {
 Redsync::Redsync(const std::vector<std::string>& node_uris, redsync_options options)
     : Redsync(parse_all(node_uris), std::move(options)) {}
 
+Redsync::Redsync(std::initializer_list<std::string_view> node_uris, redsync_options options)
+    : Redsync(std::vector<std::string>(node_uris.begin(), node_uris.end()), std::move(options)) {}
+
 Redsync::Redsync(std::vector<node_options> nodes, redsync_options options)
     : engine_(std::make_shared<detail::engine>(std::move(nodes), options)) {}
 
-Redsync::~Redsync() = default;
+Redsync::~Redsync() {
+  detail::engine::destroy(std::move(engine_));
+}
 
 Mutex Redsync::new_mutex(std::string name, mutex_options options) {
   detail::check_mutex_options(name, options);

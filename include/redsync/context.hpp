@@ -23,7 +23,7 @@ namespace redsync {
 /// \code
 /// std::stop_source stop;
 /// auto r = mutex.lock(redsync::context::timeout(2s).with(stop.get_token()));
-/// if (r.error() == redsync::errc::cancelled) { ... }
+/// if (r.is(redsync::errc::cancelled)) { ... }          // or r.error == redsync::errc::cancelled
 /// \endcode
 struct context {
   using clock = std::chrono::steady_clock;

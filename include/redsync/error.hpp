@@ -135,13 +135,23 @@ struct REDSYNC_API result {
   /// How many attempts were made (acquisition with retries), at least 1 when
   /// any command was sent.
   int attempts = 0;
-  /// Wall time of the whole call, on the steady clock.
+  /// Wall time of the whole call, on the steady clock. For `errc::lost`
+  /// (`on_lost`, the observer's `lost_event`): how long the lock was held.
   std::chrono::microseconds elapsed{0};
+  /// Why, when neither `error` nor the nodes say it: for `errc::lost`, the
+  /// cause (`max_extensions (2) reached`, `max_hold (5000 ms) reached`,
+  /// `extension failed: no quorum: too few nodes agreed`, ...). Empty
+  /// otherwise. `describe()` shows it after the error's message.
+  std::string reason{};
 
   /// True on success.
   explicit operator bool() const noexcept { return !error; }
   /// True on success.
   bool ok() const noexcept { return !error; }
+  /// True when the call failed with `e`: `if (r.is(redsync::errc::no_quorum))`.
+  /// The same as `r.error == e` (a `std::error_code` compares with an `errc`);
+  /// `is(errc{})` is never true (success is `ok()`).
+  bool is(errc e) const noexcept { return error && error == make_error_code(e); }
   /// True when the lock is held by somebody else (`errc::busy`).
   bool busy() const noexcept;
   /// Addresses of the nodes whose status is `s`.
@@ -158,17 +168,24 @@ class REDSYNC_API config_error : public std::invalid_argument {
 };
 
 /// Thrown by the standard-library-style `Mutex::lock()` when the lock cannot
-/// be acquired; carries the full outcome. `what()` is `outcome().describe()`,
-/// `code()` its error (`no_quorum` if, impossibly, it had none).
+/// be acquired; carries the full outcome. `what()` is `outcome().describe()`
+/// (the reason once, e.g. `lock is held by another holder after 32 attempts
+/// in 7012.345 ms [...]`), `code()` its error (`no_quorum` if, impossibly,
+/// it had none).
 class REDSYNC_API lock_error : public std::system_error {
  public:
   /// Wraps a failed outcome.
   explicit lock_error(result r);
   /// The failed call's outcome, with every node's answer.
   const redsync::result& outcome() const noexcept { return result_; }
+  /// `outcome().describe()`.
+  const char* what() const noexcept override;
 
  private:
   redsync::result result_;
+  // std::system_error's own what() is "<what_arg>: <code().message()>",
+  // which would say the reason twice.
+  std::string what_;
 };
 
 /// Writes `to_string(e)`.

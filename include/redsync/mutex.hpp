@@ -6,6 +6,7 @@
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
+#include <redsync/fencing_token.hpp>
 
 #include <chrono>
 #include <compare>
@@ -22,16 +23,6 @@ namespace redsync {
 namespace detail {
 struct mutex_state;
 }
-
-/// A number that strictly increases with each successive holder of a name
-/// (see `Mutex::token()` for the exact assumption).
-/// A distinct type so it is never confused with a lock value.
-struct fencing_token {
-  /// The token; 0 means "none" (before the first acquisition). Pass it to
-  /// the protected resource as a 64-bit unsigned integer.
-  std::uint64_t value = 0;
-  friend auto operator<=>(const fencing_token&, const fencing_token&) = default;
-};
 
 /// One holder of the lock called `name()` across the nodes of a `Redsync`.
 /// Made by `Redsync::new_mutex`; movable, not copyable.

@@ -26,6 +26,7 @@
 
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
+#include <redsync/fencing_token.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -89,8 +90,9 @@ struct acquire_event {
   /// The outcome, as the caller gets it: error, per-node detail of the last
   /// attempt, `attempts`, and `elapsed`, the wait from the call to its end.
   const result& outcome;
-  /// The fencing token on success, else 0.
-  std::uint64_t token = 0;
+  /// The fencing token on success, else `fencing_token{}` (0); the same
+  /// type as `Mutex::token()`, printable with `operator<<`.
+  fencing_token token{};
 };
 
 /// An `unlock` finished.

@@ -7,6 +7,7 @@
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
+#include <redsync/fencing_token.hpp>
 #include <redsync/guard.hpp>
 #include <redsync/mutex.hpp>
 #include <redsync/observer.hpp>
@@ -14,8 +15,10 @@
 #include <redsync/stats.hpp>
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redsync {
@@ -48,6 +51,11 @@ class REDSYNC_API Redsync {
   /// listed twice, even with another db: Redlock counts independent masters.
   /// Connections are opened lazily.
   explicit Redsync(const std::vector<std::string>& node_uris, redsync_options options = {});
+  /// Nodes as URIs written in place: `Redsync rs({"redis://a:6379",
+  /// "redis://b:6379"})`. (Without it, exactly two string literals would be
+  /// ambiguous: they also match a vector's iterator-pair constructor.) As
+  /// the constructor above.
+  explicit Redsync(std::initializer_list<std::string_view> node_uris, redsync_options options = {});
   /// Nodes as option structs.
   explicit Redsync(std::vector<node_options> nodes, redsync_options options = {});
   ~Redsync();

@@ -139,11 +139,20 @@ void engine::shut_down(std::function<void()> closed) {
   });
 }
 
+void engine::destroy(std::shared_ptr<engine> e) {
+  if (!e) return;
+  e->shutting_down_.store(true, std::memory_order_release);
+  if (!e->loop_.on_loop_thread()) return;  // ~engine (as `e` goes) waits for the loop
+  event_loop& loop = e->loop_;
+  loop.post([e = std::move(e)]() mutable { e.reset(); });
+}
+
 engine::~engine() {
   shutting_down_.store(true, std::memory_order_release);
   if (loop_.on_loop_thread()) {
-    // An application-owned loop destroying us from its own thread: we cannot
-    // wait for the loop, so the drain and the closer outlive us.
+    // Destroyed from its own loop thread (the application's loop, or our own
+    // thread): we cannot wait for the loop, so the drain and the closer
+    // outlive us, and event_loop hands the loop's teardown to that thread.
     shut_down({});
     return;
   }

@@ -40,7 +40,17 @@ class engine {
   // Winds up the tasks on the loop (releases still due are sent then), waits
   // up to shutdown_timeout for those releases' replies, closes every pool
   // (outstanding commands complete with `shutdown`), then stops the loop.
+  // On the loop thread it waits for none of this (see destroy()).
   ~engine();
+  // How the Redsync lets go of its engine. Off the loop thread: destroys it
+  // (waiting as above). On the loop thread, typically inside one of the
+  // engine's own callbacks (an operation's `done` holding the last
+  // reference to the Redsync, with more of that operation to run when it
+  // returns): new operations end with errc::shutting_down from now on, and
+  // the engine is destroyed by a task posted behind everything already
+  // posted, so the callback returns into a live engine and operations
+  // submitted just before are wound up like the others.
+  static void destroy(std::shared_ptr<engine> e);
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 

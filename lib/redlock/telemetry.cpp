@@ -102,10 +102,10 @@ void telemetry::notify(F&& call) noexcept {
 void telemetry::acquisition(const mutex_state& st, bool blocking, const result& r) {
   acquisitions_.add(r);
   if (!observer_) return;
-  std::uint64_t token = 0;
+  fencing_token token{};
   if (r.ok()) {
     std::lock_guard lk(st.mu);
-    token = st.token.value;
+    token = st.token;
   }
   notify([&](observer& o) {
     o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});
@@ -125,8 +125,7 @@ void telemetry::extension(const mutex_state& st, bool automatic, const result& r
 void telemetry::lost(const mutex_state& st, const result& r) {
   lost_.fetch_add(1, relaxed);
   if (logging())
-    log(log_level::warning,
-        fmt::format("redsync: lock \"{}\" was lost while held: {}", names_of(st.names), r.describe()));
+    log(log_level::warning, fmt::format("redsync: lock \"{}\": {}", names_of(st.names), r.describe()));
   notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
 }
 

@@ -4,6 +4,8 @@
 
 #include "redlock/mutex_state.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace redsync::detail {
@@ -44,11 +46,16 @@ void watchdog::stop() {
 }
 
 bool watchdog::cap_reached() const {
-  if (st_.opts.max_extensions > 0 && extensions_ >= st_.opts.max_extensions) return true;
+  return !cap_reason().empty();
+}
+
+std::string watchdog::cap_reason() const {
+  if (st_.opts.max_extensions > 0 && extensions_ >= st_.opts.max_extensions)
+    return fmt::format("max_extensions ({}) reached", st_.opts.max_extensions);
   if (st_.opts.max_hold > std::chrono::milliseconds::zero() &&
       clock::now() - acquired_at_ >= st_.opts.max_hold)
-    return true;
-  return false;
+    return fmt::format("max_hold ({} ms) reached", st_.opts.max_hold.count());
+  return {};
 }
 
 void watchdog::schedule_extension(microseconds after) {
@@ -68,6 +75,7 @@ void watchdog::on_extended(const result& r) {
   in_flight_ = false;
   if (!active_) return;
   if (r.ok()) {
+    last_failure_ = {};  // an earlier failure is not why a later loss happens
     ++extensions_;
     arm_lost_alarm();
     schedule_extension(interval_);
@@ -126,7 +134,11 @@ void watchdog::on_lost_alarm() {
   }
   result why = last_failure_;
   if (!why.error) {
-    why.error = make_error_code(errc::lost);
+    // Nothing failed: a cap stopped the extensions, or none was confirmed.
+    why.reason = cap_reason();
+    if (why.reason.empty())
+      why.reason = in_flight_ ? "the extension in flight was not confirmed before the validity ran out"
+                              : "no extension was confirmed before the validity ran out";
   }
   declare_lost(why);
 }
@@ -134,7 +146,11 @@ void watchdog::on_lost_alarm() {
 void watchdog::declare_lost(const result& why) {
   stop();
   result r = why;
+  // Say why before the code turns into `lost`: the failed extension's error
+  // would otherwise disappear from the message.
+  if (r.reason.empty() && r.error) r.reason = "extension failed: " + r.error.message();
   r.error = make_error_code(errc::lost);
+  r.elapsed = duration_cast<microseconds>(clock::now() - acquired_at_);
   {
     std::lock_guard lk(st_.mu);
     st_.held = false;

@@ -21,6 +21,7 @@
 #include <redsync/error.hpp>
 
 #include <chrono>
+#include <string>
 
 namespace redsync::detail {
 
@@ -51,6 +52,8 @@ class watchdog final : public loop_task {
   void on_lost_alarm();
   void declare_lost(const result& why);
   bool cap_reached() const;
+  // "max_extensions (N) reached" or "max_hold (N ms) reached", or empty.
+  std::string cap_reason() const;
   std::chrono::microseconds margin() const;
 
   mutex_state& st_;

@@ -9,7 +9,9 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -25,8 +27,82 @@
 // Lifetime of the async handle: it is closed on the loop thread by a task
 // queued behind everything posted before destruction began. After that task
 // ran, post() drops its function instead of touching the closed handle.
+//
+// An owned loop destroyed on its own thread (the last reference to a
+// Redsync dropped in one of its callbacks) cannot join itself: the thread
+// takes over its impl, closes the loop and frees the impl once uv_run
+// returns (when the pools have drained), and hands its std::thread to the
+// reaper below, which joins it.
 
 namespace redsync::detail {
+
+namespace {
+
+// Joins loop threads that tore themselves down: a finished one when the
+// next owned loop is made or handed over, the rest at process exit (which
+// so waits for their releases, as a destructor off the loop thread would).
+// Never destroyed: an atexit handler may still need it.
+class reaper {
+ public:
+  static void adopt(std::thread t, std::shared_ptr<std::atomic<bool>> finished) {
+    reap_finished();
+    static const bool registered = (std::atexit(&reaper::join_all), true);
+    (void)registered;
+    std::lock_guard lock(get().mutex);
+    get().threads.push_back({std::move(t), std::move(finished)});
+  }
+
+  static void reap_finished() {
+    std::vector<std::thread> done;
+    {
+      std::lock_guard lock(get().mutex);
+      auto& ts = get().threads;
+      for (auto it = ts.begin(); it != ts.end();) {
+        if (it->finished->load(std::memory_order_acquire)) {
+          done.push_back(std::move(it->thread));
+          it = ts.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& t : done) t.join();  // the thread has returned or is about to
+  }
+
+ private:
+  struct entry {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  struct state {
+    std::mutex mutex;
+    std::vector<entry> threads;
+  };
+  static state& get() {
+    static state* s = new state;
+    return *s;
+  }
+  static void join_all() {
+    std::vector<entry> all;
+    {
+      std::lock_guard lock(get().mutex);
+      all.swap(get().threads);
+    }
+    for (auto& e : all) {
+      // exit() called on such a loop thread itself cannot wait for it.
+      if (e.thread.get_id() == std::this_thread::get_id())
+        e.thread.detach();
+      else
+        e.thread.join();
+    }
+  }
+};
+
+void close_if_open(uv_handle_t* h, void*) {
+  if (uv_is_closing(h) == 0) uv_close(h, nullptr);
+}
+
+}  // namespace
 
 struct event_loop::impl {
   uv_loop_t own{};
@@ -42,6 +118,14 @@ struct event_loop::impl {
   std::mutex mutex;
   std::vector<std::function<void()>> queue;  // guarded by mutex
   bool async_closed = false;                 // guarded by mutex
+  // Destroyed on the loop thread: set there, read there by on_async.
+  bool closing_on_loop = false;
+
+  // Owned loop destroyed on its own thread: the thread owns this impl from
+  // then on (loop thread only).
+  bool self_owned = false;
+  // Set once a self-owned thread has freed the impl (read by the reaper).
+  std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
 
   // External loop only: set by the close callbacks of async + prepare.
   int handles_open = 0;
@@ -60,6 +144,10 @@ struct event_loop::impl {
     // Tasks posted while this batch runs go to the next batch (the async
     // handle is signalled again), so post() never runs its function inline.
     for (auto& fn : batch) {
+      // A task of this batch destroyed the loop's owner (the engine, on the
+      // loop thread): the rest were posted for it and would reach into it.
+      // They are dropped, as anything posted later is.
+      if (self->closing_on_loop) return;
       try {
         fn();
       } catch (...) {
@@ -74,6 +162,17 @@ struct event_loop::impl {
   static void on_prepare(uv_prepare_t* handle) {
     static_cast<impl*>(handle->data)
         ->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
+
+  // Self-owned: the pools have drained and uv_run returned. Closes what is
+  // left (nothing, unless something leaked) and the loop, then frees this.
+  void finish_on_own_thread() {
+    uv_walk(loop, &close_if_open, nullptr);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    auto done = finished;
+    delete this;
+    done->store(true, std::memory_order_release);
   }
 
   void close_own_handles(uv_close_cb cb) {
@@ -98,6 +197,7 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
   impl& s = *impl_;
   s.owned = external == nullptr;
   if (s.owned) {
+    reaper::reap_finished();
     if (int rc = uv_loop_init(&s.own); rc != 0) {
       throw std::runtime_error(std::string("uv_loop_init: ") + uv_strerror(rc));
     }
@@ -122,6 +222,8 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     s.loop_thread.store(std::this_thread::get_id());
     uv_run(s.loop, UV_RUN_DEFAULT);
+    // Set on this thread, by a destructor that ran inside uv_run.
+    if (s.self_owned) s.finish_on_own_thread();
   });
 }
 
@@ -129,13 +231,21 @@ event_loop::~event_loop() {
   impl& s = *impl_;
   if (on_loop_thread()) {
     if (s.owned) {
-      std::fputs("redsync: event_loop destroyed on its own loop thread\n", stderr);
-      std::terminate();
+      // Called from inside uv_run on the loop thread: close our handles; the
+      // pools' handles close as they drain, then uv_run returns and the
+      // thread frees the impl (finish_on_own_thread). Nothing here waits.
+      impl* self = impl_.release();
+      self->self_owned = true;
+      self->closing_on_loop = true;
+      self->close_own_handles(nullptr);
+      reaper::adopt(std::move(self->thread), self->finished);
+      return;
     }
     // External loop, on its thread: close now; the close callbacks run on a
     // later iteration of the application's loop, so the impl must outlive
     // this object and is freed by the last of them.
     impl* leaked = impl_.release();
+    leaked->closing_on_loop = true;
     leaked->async.data = leaked;
     {
       std::lock_guard lock(leaked->mutex);
@@ -150,17 +260,13 @@ event_loop::~event_loop() {
     return;
   }
   if (s.owned) {
+    reaper::reap_finished();
     post([&s] {
       s.close_own_handles(nullptr);
       // The engine closes its pools before destroying the loop; anything
       // still open here is a leak. Close it so the loop can end: its owner
       // is gone, so nobody else ever will.
-      uv_walk(
-          s.loop,
-          [](uv_handle_t* h, void*) {
-            if (uv_is_closing(h) == 0) uv_close(h, nullptr);
-          },
-          nullptr);
+      uv_walk(s.loop, &close_if_open, nullptr);
     });
     s.thread.join();
     // uv_run only returns once every handle is closed and every request has

@@ -15,11 +15,16 @@ class event_loop {
   // external == nullptr: create a loop and run it on a background thread
   // until destruction. Otherwise use the application's loop (which it runs).
   explicit event_loop(uv_loop_s* external);
-  // Owned loop: closes its own handles (and, defensively, any handle still
-  // open: the engine closes its pools first), joins the thread and closes
-  // the loop. External loop, from another thread: the application must keep
-  // running its loop until this returns; on the loop's own thread: closes
-  // asynchronously and returns at once.
+  // Owned loop, from another thread: closes its own handles (and,
+  // defensively, any handle still open: the engine closes its pools first),
+  // joins the thread and closes the loop. Owned loop, on its own thread:
+  // closes its handles and returns at once; the thread ends once every
+  // other handle has closed (the pools drain), closes the loop, and is
+  // joined later (by the next owned loop made, or at exit). External loop,
+  // from another thread: the application must keep running its loop until
+  // this returns; on the loop's own thread: closes asynchronously and
+  // returns at once. On the loop thread, tasks posted but not yet run are
+  // dropped.
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;

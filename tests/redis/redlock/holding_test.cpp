@@ -11,12 +11,15 @@
 
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -113,32 +116,47 @@ TEST_SUITE("holding") {
     }
   }
 
-  TEST_CASE("max_extensions caps auto-extension and the lock is then reported lost") {
+  TEST_CASE("max_extensions caps auto-extension and the lock is then reported lost, saying so") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     std::atomic<int> lost{0};
+    std::promise<redsync::result> why;
     auto m = rs.new_mutex(unique_name("cap"), {.expiry = 600ms,
                                                .auto_extend = true,
                                                .auto_extend_interval = 100ms,
                                                .max_extensions = 2,
-                                               .on_lost = [&](const redsync::result&) { ++lost; }});
+                                               .on_lost = [&](const redsync::result& r) {
+                                                 if (++lost == 1) why.set_value(r);
+                                               }});
     const auto t0 = clock_type::now();
     REQUIRE(m.lock(redsync::context{}).ok());
     REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
     // Two extensions at ~100 ms and ~200 ms keep it to ~800 ms, then it runs out.
     CHECK(clock_type::now() - t0 >= 500ms);
     CHECK(m.lost());
+    // The message names the cap (issue 22 §13: it used to read "lock was
+    // lost while held in 0.000 ms"), and `elapsed` is how long it was held.
+    const auto r = why.get_future().get();
+    CHECK(r.error == redsync::errc::lost);
+    CHECK(r.reason == "max_extensions (2) reached");
+    CHECK(r.elapsed >= 500ms);
+    CHECK(r.nodes.empty());  // no extension failed: no node to blame
+    CHECK(r.describe() == fmt::format("lock was lost while held: max_extensions (2) reached in {:.3f} ms",
+                                      static_cast<double>(r.elapsed.count()) / 1000.0));
   }
 
   TEST_CASE("max_hold caps auto-extension and the lock is then reported lost") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     std::atomic<int> lost{0};
+    std::promise<redsync::result> why;
     auto m = rs.new_mutex(unique_name("max-hold"), {.expiry = 600ms,
                                                     .auto_extend = true,
                                                     .auto_extend_interval = 100ms,
                                                     .max_hold = 300ms,
-                                                    .on_lost = [&](const redsync::result&) { ++lost; }});
+                                                    .on_lost = [&](const redsync::result& r) {
+                                                      if (++lost == 1) why.set_value(r);
+                                                    }});
     const auto t0 = clock_type::now();
     REQUIRE(m.lock(redsync::context{}).ok());
     REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
@@ -147,6 +165,9 @@ TEST_SUITE("holding") {
     CHECK(clock_type::now() - t0 >= 500ms);
     CHECK(m.lost());
     CHECK_FALSE(m.held());
+    const auto r = why.get_future().get();
+    CHECK(r.reason == "max_hold (300 ms) reached");
+    CHECK(r.describe().starts_with("lock was lost while held: max_hold (300 ms) reached in "));
   }
 
   TEST_CASE("fencing tokens strictly increase across successive holders") {

@@ -77,7 +77,7 @@ struct recorder : redsync::observer {
                      std::this_thread::get_id()});
   }
   void on_acquire(const redsync::acquire_event& e) override {
-    add("acquire", e.names, e.outcome, e.token, e.blocking);
+    add("acquire", e.names, e.outcome, e.token.value, e.blocking);
   }
   void on_release(const redsync::release_event& e) override { add("release", e.names, e.outcome, 0, false); }
   void on_extend(const redsync::extend_event& e) override {
@@ -401,6 +401,9 @@ TEST_SUITE("observer") {
     REQUIRE(lost.size() == 1);
     CHECK(lost[0].names == std::vector<std::string>{name});
     CHECK(lost[0].error == redsync::errc::lost);
+    // The observer hears of the loss before on_lost runs (on the loop
+    // thread, right after): wait for it rather than race it.
+    CHECK(wait_until([&] { return on_lost_calls.load() == 1; }, 2s));
     CHECK(on_lost_calls.load() == 1);
     CHECK(m.lost());
     // The failed automatic extension that decided it was observed too.

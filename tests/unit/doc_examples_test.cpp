@@ -1,0 +1,144 @@
+// The code examples of the public headers' comments and of the README,
+// compiled (issue 22 §5: an example that called `r.error()`, a data member,
+// did not). Nothing here talks to a node: the functions are only compiled,
+// and named in the test case so none goes unused. An example that changes
+// in its header or in the README must change here too.
+
+#include <redsync/fmt.hpp>
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <iostream>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// What the examples leave to the application.
+void queue_warning(const std::string&) {}
+void write_to_storage(const std::string&, redsync::fencing_token) {}
+void log(const std::string&) {}
+struct storage_stub {
+  void write(const std::string&, const std::string&, std::uint64_t) {}
+} storage;
+
+// context.hpp
+void context_example(redsync::Mutex& mutex) {
+  std::stop_source stop;
+  auto r = mutex.lock(redsync::context::timeout(2s).with(stop.get_token()));
+  if (r.is(redsync::errc::cancelled)) { /* ... */
+  }
+  if (r.error == redsync::errc::cancelled) { /* ... */
+  }
+}
+
+// fencing_token.hpp and fmt.hpp
+void token_examples(redsync::Mutex& m, const redsync::context& ctx, const std::string& key,
+                    const std::string& data) {
+  std::cout << "token " << m.token() << "\n";
+  storage.write(key, data, m.token().value);
+  fmt::print("lock: {}\n", m.lock(ctx));
+  fmt::print("{}\n", redsync::errc::busy);
+  fmt::print("token {}\n", m.token());
+}
+
+// guard.hpp
+void guard_example(redsync::Mutex& mutex, const std::string& data) {
+  redsync::guard g(mutex, redsync::context::timeout(2s));
+  if (!g) return log(g.outcome().describe());
+  write_to_storage(data, g.token());
+  if (g.lost_token().stop_requested()) return;
+}
+
+// observer.hpp
+void observer_example(const std::vector<std::string>& uris) {
+  struct slow_locks : redsync::observer {
+    void on_acquire(const redsync::acquire_event& e) override {
+      if (e.outcome.elapsed > 1s) queue_warning(e.names[0]);  // must not block
+    }
+  };
+  redsync::Redsync rs(uris, {.observer = std::make_shared<slow_locks>()});
+}
+
+// redsync.hpp
+void redsync_example() {
+  redsync::Redsync rs({"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"});
+  auto m = rs.new_mutex("orders:42", {.expiry = 10s, .tries = 5});
+  if (auto r = m.lock(redsync::context::timeout(2s)); !r) {
+    std::cerr << r.describe() << "\n";
+  }
+}
+
+// README, "Errors: results, not exceptions"
+void readme_errors(redsync::Mutex& m) {
+  using redsync::node_status;
+  auto r = m.lock(redsync::context::timeout(2s));
+  if (r.ok()) {                                /* held */
+  } else if (r.busy()) {                       /* somebody else has it */
+  } else if (r.is(redsync::errc::no_quorum)) { /* nodes down: r.nodes_with(node_status::unreachable) */
+    (void)r.nodes_with(node_status::unreachable);
+  } else if (r.error == redsync::errc::deadline_exceeded) { /* the same test, spelled out */
+  }
+}
+
+// README, "API": the lines that are C++ as written.
+void readme_api(redsync::Redsync& rs, std::stop_source& stop) {
+  redsync::Redsync rs2({"redis://a:6379", "redis://b:6379", "redis://c:6379"});
+  redsync::Mutex m = rs.new_mutex("name", {.expiry = 8s});
+  redsync::Mutex all = rs.new_multi_mutex({"a", "b", "c"}, {});
+  auto ctx = redsync::context::timeout(2s).with(stop.get_token());
+  (void)redsync::context::cancellable(stop.get_token());
+  auto r = m.try_lock(ctx);
+  r.ok();
+  r.busy();
+  r.is(redsync::errc::no_quorum);
+  (void)r.error;
+  (void)r.nodes;
+  (void)r.reason;
+  (void)r.describe();
+  std::cout << r << redsync::errc::busy << m.token();
+  fmt::print("{} {}", r, m.token());
+  m.lock_async(ctx, [](redsync::result) {});
+  auto f = m.lock_future(ctx);
+  (void)m.try_lock_for(1s);
+  m.name();
+  m.names();
+  m.value();
+  m.until();
+  m.held();
+  m.token();
+  m.lost();
+  m.lost_token();
+  m.last_result();
+  (void)all;
+}
+
+// README, "Observing the library"
+void readme_observer(const std::vector<std::string>& uris) {
+  struct my_observer : redsync::observer {
+    void on_acquire(const redsync::acquire_event& e) override { std::cout << e.token; }
+    void on_release(const redsync::release_event&) override {}
+    void on_extend(const redsync::extend_event&) override {}
+    void on_lost(const redsync::lost_event& e) override { std::cout << e.outcome.reason; }
+    void on_node(const redsync::node_event&) override {}
+  };
+  redsync::Redsync rs(uris, {.observer = std::make_shared<my_observer>(),
+                             .log = [](redsync::log_level, std::string_view) { /* your logger */ }});
+  redsync::stats_snapshot s = rs.stats();
+  std::string text = redsync::prometheus_text(s);
+}
+
+}  // namespace
+
+TEST_CASE("the examples of the headers and the README compile") {
+  const auto compiled = std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example,
+                                        &redsync_example, &readme_errors, &readme_api, &readme_observer);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 8);
+}
