@@ -113,7 +113,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
             st_->opts.retry_delay ? st_->opts.retry_delay(attempts_) : default_retry_delay(eng_.rng());
       try_due_ = now + retry_delay_;
     }
-    line_->prepare_attempt(until_try_due(now));
+    line_->prepare_attempt(until_try_due(now), attempts_ >= max_tries_);
     // Restart guard: the first acquisition of this Redsync waits until every
     // node's record was looked at; later ones go at once.
     waiting_for_survey_ = true;

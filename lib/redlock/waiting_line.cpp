@@ -40,11 +40,12 @@ std::string waiting_line::fresh_arrival() const {
       duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-milliseconds waiting_line::prepare_attempt(milliseconds until_try) {
+milliseconds waiting_line::prepare_attempt(milliseconds until_try, bool final_try) {
   until_try = std::max(until_try, milliseconds::zero());
   planned_wait_ = first_ ? std::min(until_try, st_.head_refresh)
                          : std::clamp(until_try, behind_refresh_min, behind_refresh_max);
-  const bool joins = waits_ && reaches_quorum_;
+  joins_ = waits_ && reaches_quorum_ && !final_try;
+  const bool joins = joins_;
   // The lease covers the gap until our next attempt refreshes it.
   const auto lease = 2 * planned_wait_ + duration_cast<milliseconds>(st_.timeout) + lease_slack;
   const std::string lease_ms = std::to_string(lease.count());
@@ -67,7 +68,7 @@ const script_call& waiting_line::call_for(std::size_t i) const {
 
 void waiting_line::on_attempt_sent() {
   std::fill(open_.begin(), open_.end(), false);
-  if (!waits_ || !reaches_quorum_) return;
+  if (!joins_) return;
   ++*joins_sent_;
   for (auto& p : places_)
     if (p == place::out) p = place::maybe;

@@ -38,9 +38,10 @@ class waiting_line {
   waiting_line(mutex_state& st, std::string_view value, bool waits);
 
   // Encodes the next attempt's calls; `until_try` is how long until the
-  // next counted try is due (the retry delay). Returns the wait after this
-  // attempt that its lease covers (wait_after() never exceeds it).
-  std::chrono::milliseconds prepare_attempt(std::chrono::milliseconds until_try);
+  // next counted try is due (the retry delay); `final_try`: no attempt
+  // follows, so this one does not join the line. Returns the wait after
+  // this attempt that its lease covers (wait_after() never exceeds it).
+  std::chrono::milliseconds prepare_attempt(std::chrono::milliseconds until_try, bool final_try);
   // The acquire call for node i in this attempt.
   const script_call& call_for(std::size_t i) const;
   // The attempt was sent: every node it asked to join may have us now.
@@ -90,6 +91,7 @@ class waiting_line {
   script_call stay_call_;      // "2", where we are in line
   std::chrono::milliseconds planned_wait_{0};
   bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
+  bool joins_ = false;          // the prepared attempt joins (or stays in) the line
   bool first_ = true;           // the last answers made us the head somewhere (assumed at first)
   bool listening_ = false;
   std::shared_ptr<std::uint64_t> joins_sent_ = std::make_shared<std::uint64_t>(0);

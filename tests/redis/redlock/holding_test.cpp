@@ -391,7 +391,7 @@ TEST_SUITE("holding") {
       CHECK_FALSE(busy);
       CHECK(busy.outcome().busy());
     }
-    CHECK_FALSE(redis_client(c[1]).exists(name));
+    CHECK_FALSE(redis_client(c[1]).exists(name));  // a single try never joins the line: nothing reserved
   }
 
 }  // TEST_SUITE
