@@ -23,16 +23,20 @@ enum class kind {
   transient,  // an error reply that passes (LOADING, BUSY, OOM)
   down,       // unreachable, timed out, or not awaited
   excluded,   // answered yes, but its vote does not count (yet)
+  twin,       // the same server as an earlier node of the list: never votes
   yes,        // answered yes and counted
 };
-constexpr std::size_t kinds = 7;
+constexpr std::size_t kinds = 8;
 
 kind kind_of(const node_result& n) {
   switch (n.status) {
     case node_status::ok:
     case node_status::missing: return kind::yes;
     case node_status::taken: return kind::held;
-    case node_status::excluded: return kind::excluded;
+    case node_status::excluded:
+      // lib/redlock/node_trust.cpp's words for one server under two names.
+      return n.message.find("one server must not vote twice") != std::string::npos ? kind::twin
+                                                                                   : kind::excluded;
     case node_status::timeout:
     case node_status::unreachable:
       // A certificate that does not verify, or a plaintext URI for a TLS
@@ -150,6 +154,7 @@ acquire_verdict judge_acquisition(const result& r) {
   add(kind::transient, "answer with an error that should pass", true);
   add(kind::down, "unreachable", true);
   add(kind::excluded, "do not vote yet", true);
+  add(kind::twin, "never vote", true);
   if (r.error == errc::validity_elapsed) {
     reasons.push_back(
         "a quorum agreed, but too slowly: no validity was left (--ttl too short for these nodes?)");
@@ -160,7 +165,8 @@ acquire_verdict judge_acquisition(const result& r) {
   // Refusals and persistent errors on more nodes than a quorum can spare:
   // waiting cannot help. Otherwise the library's own test for "busy": without
   // the holders, the answering nodes would have made a quorum.
-  const std::size_t persistent = count(kind::refused) + count(kind::broken);
+  // A server listed twice stays so until the node list changes.
+  const std::size_t persistent = count(kind::refused) + count(kind::broken) + count(kind::twin);
   const std::size_t unusable = n - count(kind::yes) - count(kind::held);
   if (persistent > spare) {
     v.hopeless = true;

@@ -2,6 +2,8 @@
 
 #include "human_duration.hpp"
 
+#include <redsync/options.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,6 +69,36 @@ std::string vote_suffix(const node_vote& v) {
     case node_vote::state::unknown: return "; vote unknown: " + v.reason;
   }
   return {};
+}
+
+std::vector<std::string> same_servers(const std::vector<std::string>& uris,
+                                      const std::vector<const probe_reply*>& infos) {
+  // As the library names a node in messages: the scheme and address, never
+  // the credentials.
+  const auto shown = [&](std::size_t i) {
+    const node_options o = node_options::parse(uris[i]);
+    if (!o.unix_path.empty()) return o.address();
+    return (o.tls.enabled ? "rediss://" : "redis://") + o.address();
+  };
+  const auto run_id = [&](std::size_t i) -> std::string_view {
+    const probe_reply* info = infos[i];
+    if (info == nullptr || info->type != probe_reply::kind::string) return {};
+    return info_field(info->str, "run_id");
+  };
+  std::vector<std::string> out(infos.size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const auto id = run_id(i);
+    if (id.empty()) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (run_id(j) != id) continue;
+      out[i] = fmt::format(
+          "node {} ({}) is the same server as node {} ({}) (run_id {}): one server must not vote twice, so "
+          "this node never votes; list each server once",
+          i + 1, shown(i), j + 1, shown(j), id.substr(0, 8));
+      break;
+    }
+  }
+  return out;
 }
 
 node_vote vote_of(const probe_reply& info, const probe_reply& record, const probe_reply& time,

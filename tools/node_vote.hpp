@@ -42,6 +42,14 @@ struct node_vote {
 node_vote vote_of(const probe_reply& info, const probe_reply& record, const probe_reply& time,
                   std::chrono::milliseconds ttl);
 
+/// One server under two names (127.0.0.1 and localhost, a host name and
+/// its address): per node, why it never votes when its INFO gives the
+/// run_id of an earlier node's (the library counts the server once, under
+/// its first name; lib/redlock/node_trust.hpp), else empty. `infos[i]` is
+/// node i's INFO reply, or null when it was not read; `uris` the node list.
+std::vector<std::string> same_servers(const std::vector<std::string>& uris,
+                                      const std::vector<const probe_reply*>& infos);
+
 /// "votes", "not_yet", "never", "unknown".
 const char* to_string(node_vote::state s);
 

@@ -117,6 +117,15 @@ int run_ping(std::span<char* const> argv) {
     }
     lines.push_back(std::move(l));
   }
+  // One server under two names votes once, under its first name.
+  std::vector<const probe_reply*> infos;
+  for (const auto& l : lines) infos.push_back(l.up && !l.auth_refused ? &l.probe->replies.at(1) : nullptr);
+  const std::vector<std::string> twins = same_servers(uris, infos);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (twins[i].empty()) continue;
+    voting -= lines[i].vote.what == node_vote::state::votes ? 1 : 0;
+    lines[i].vote = {node_vote::state::never, twins[i], std::nullopt};
+  }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;
   if (args.has("json")) {

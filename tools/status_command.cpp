@@ -156,6 +156,15 @@ int run_status(std::span<char* const> argv) {
     }
     nodes.push_back(std::move(s));
   }
+  // One server under two names votes once, under its first name.
+  std::vector<const probe_reply*> infos;
+  for (const auto& s : nodes) infos.push_back(s.probe->up ? &s.probe->replies.at(2) : nullptr);
+  const std::vector<std::string> twins = same_servers(uris, infos);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (twins[i].empty()) continue;
+    voting -= nodes[i].vote.what == node_vote::state::votes ? 1 : 0;
+    nodes[i].vote = {node_vote::state::never, twins[i], std::nullopt};
+  }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;
   std::optional<long long> fence_max;

@@ -49,6 +49,10 @@ class REDSYNC_API Redsync {
   /// Nodes as URIs (see `node_options::parse`). Throws `config_error` for zero
   /// nodes, a malformed URI, a bad option, or one server (same `address()`)
   /// listed twice, even with another db: Redlock counts independent masters.
+  /// One server under two names (`127.0.0.1` and `localhost`, a host name
+  /// and its address) is found once connected, by its run_id: its first
+  /// name votes, every later one is `node_status::excluded` in every result,
+  /// with a message naming both URIs.
   /// Connections are opened lazily.
   explicit Redsync(const std::vector<std::string>& node_uris, redsync_options options = {});
   /// Nodes as URIs written in place: `Redsync rs({"redis://a:6379",

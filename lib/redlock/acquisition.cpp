@@ -140,9 +140,10 @@ class acquisition final : public mutex_operation, public release_listener::waite
     // Restart guard: a yes from a node whose vote does not count yet is
     // reported as `excluded` and not counted.
     spec.exclude_yes = [self = self(), expiry = st_->opts.expiry](std::size_t i, const reply& r,
+                                                                  const std::vector<node_result>& so_far,
                                                                   std::string& why) {
       self->line_->on_won(i, acquire_answer_in_line(r));
-      return self->eng_.trust().exclude_yes(i, r, expiry, why);
+      return self->eng_.trust().exclude_yes(i, r, expiry, so_far, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
   }

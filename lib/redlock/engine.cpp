@@ -27,7 +27,8 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     check_node_options(n);
     // The same server twice would cast its vote twice: Redlock's quorum
     // assumes independent masters. (Two names for one server, a host name
-    // and its address, cannot be told apart here.)
+    // and its address, cannot be told apart here: node_trust tells them
+    // apart by run_id once connected.)
     const std::string address = n.address();
     for (std::size_t k = 0; k < addresses_.size(); ++k) {
       if (addresses_[k] == address)
@@ -37,6 +38,7 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
             k + 1, addresses_.size() + 1, address));
     }
     addresses_.push_back(address);
+    uris_.push_back(n.unix_path.empty() ? (n.tls.enabled ? "rediss://" : "redis://") + address : address);
     pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
   }
   size_ = pools_.size();

@@ -60,6 +60,11 @@ class engine {
   // How scripts are sent (send_script's first argument).
   redsync::script_mode script_mode() const noexcept { return script_mode_; }
   const std::vector<std::string>& addresses() const noexcept { return addresses_; }
+  // How messages name node i by its URI: redis://host:port, rediss://host:port
+  // or unix:/path. Built from the parsed options, so it never holds a
+  // credential (nothing left to redact) and says which name of a server
+  // the node list used.
+  const std::string& uri(std::size_t i) const noexcept { return uris_[i]; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
   // may be sent after that.
@@ -101,6 +106,7 @@ class engine {
   const std::chrono::milliseconds shutdown_timeout_;
   std::unique_ptr<release_listener> listener_;
   std::vector<std::string> addresses_;
+  std::vector<std::string> uris_;
   std::mt19937_64 rng_;
   std::unordered_set<loop_task*> tasks_;
   std::atomic<std::int64_t> longest_expiry_ms_{0};

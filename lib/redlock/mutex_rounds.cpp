@@ -22,6 +22,17 @@ round_spec mutex_round(const mutex_state& st, const script_call& call, classify_
   spec.quorum = st.eng.quorum();
   spec.fail_fast = st.opts.fail_fast;
   spec.shuffle = st.opts.shuffle_nodes;
+  // One server under two names counts once: its later names are left out,
+  // so neither an acquisition nor an extension counts it twice, and the
+  // first name's SET is not beaten by its own twin (node_trust.hpp).
+  spec.excluded_why = st.eng.trust().later_names();
+  if (!spec.excluded_why.empty()) {
+    spec.excluded.resize(spec.excluded_why.size());
+    for (std::size_t i = 0; i < spec.excluded_why.size(); ++i) {
+      spec.excluded[i] = !spec.excluded_why[i].empty();
+      if (spec.excluded[i]) st.eng.telemetry().vote(i, true, spec.excluded_why[i]);  // said once, on change
+    }
+  }
   return spec;
 }
 

@@ -93,6 +93,7 @@ server_identity identify_server(const reply& info, script_mode mode) {
   // A full resynchronisation (REPLICAOF, then REPLICAOF NO ONE) replaces
   // the data but keeps the run_id; it changes the replication id.
   out.identity.assign(run_id);
+  out.run_id.assign(run_id);
   if (const auto replid = info_field(info.str, "master_replid"); !replid.empty()) {
     out.identity += ':';
     out.identity += replid;

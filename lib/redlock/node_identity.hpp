@@ -50,6 +50,10 @@ server_version minimum_version(script_mode mode) noexcept;
 struct server_identity {
   std::string identity;  // empty when `problem` is set
   std::string problem;
+  // The server process: two nodes with the same run_id are one server under
+  // two names (node_trust.hpp). Not master_replid, which a replica and its
+  // master share, nor the load counts. Empty when `problem` is set.
+  std::string run_id;
 };
 server_identity identify_server(const reply& info, script_mode mode = script_mode::eval);
 

@@ -66,6 +66,41 @@ void node_trust::on_server_info(std::size_t i, const reply& info) {
   server_identity id = identify_server(info, eng_.script_mode());
   nodes_[i].identity = std::move(id.identity);
   nodes_[i].problem = std::move(id.problem);
+  nodes_[i].run_id = std::move(id.run_id);
+}
+
+std::string node_trust::same_server(std::size_t i, const std::vector<node_result>& round) const {
+  const std::string& run_id = nodes_[i].run_id;
+  if (run_id.empty()) return {};
+  for (std::size_t j = 0; j < nodes_.size(); ++j) {
+    if (j == i) continue;
+    const bool earlier_name = j < i && nodes_[j].run_id == run_id;
+    const bool counted_here =
+        j < round.size() && round[j].status == node_status::ok && nodes_[j].voted_run_id == run_id;
+    if (!earlier_name && !counted_here) continue;
+    return fmt::format(
+        "node {} ({}) is the same server as node {} ({}) (run_id {}): one server must not vote twice, so "
+        "this node never votes; list each server once",
+        i + 1, eng_.uri(i), j + 1, eng_.uri(j), short_id(run_id));
+  }
+  return {};
+}
+
+std::vector<std::string> node_trust::later_names() const {
+  std::vector<std::string> out;
+  const std::vector<node_result> none;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (first_of_its_server(i)) continue;
+    out.resize(nodes_.size());
+    out[i] = same_server(i, none);
+  }
+  return out;
+}
+
+bool node_trust::first_of_its_server(std::size_t i) const {
+  for (std::size_t j = 0; j < i; ++j)
+    if (!nodes_[i].run_id.empty() && nodes_[j].run_id == nodes_[i].run_id) return false;
+  return true;
 }
 
 bool node_trust::window_covers(std::size_t i, milliseconds expiry) const {
@@ -76,17 +111,23 @@ void node_trust::transaction_refused(std::size_t i) {
   nodes_[i].no_transaction = true;
 }
 
-bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {
-  const bool excluded = judge_yes(i, r, expiry, why);
+bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry,
+                             const std::vector<node_result>& round, std::string& why) {
+  const bool excluded = judge_yes(i, r, expiry, round, why);
   eng_.telemetry().vote(i, excluded, why);  // observability: excluded / voting again
   return excluded;
 }
 
-bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, std::string& why) {
+bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry,
+                           const std::vector<node_result>& round, std::string& why) {
   node& n = nodes_[i];
   n.counted_window = milliseconds::zero();
   if (!n.problem.empty()) {
     why = n.problem;
+    return true;
+  }
+  if (std::string dup = same_server(i, round); !dup.empty()) {
+    why = std::move(dup);
     return true;
   }
   const std::optional<acquire_vote> vote = read_acquire_vote(r);
@@ -145,6 +186,7 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry, s
     return true;
   }
   n.counted_window = recorded;
+  n.voted_run_id = n.run_id;
   return false;
 }
 
@@ -242,7 +284,8 @@ void node_trust::on_look(const look& l) {
     highest = std::max(highest, l.fence[i]);
     any_counter = any_counter || l.has_counter[i];
     if (!l.identity[i].empty() && l.record_identity[i] == l.identity[i]) {
-      ++verified;
+      // One server under two names is one verified node (node_trust.hpp).
+      if (first_of_its_server(i)) ++verified;
       nodes_[i].mark.clear();
       nodes_[i].blocked.clear();
     } else {

@@ -83,12 +83,31 @@
 // Dragonfly), that is a replica, or whose maxmemory policy may evict keys,
 // never votes: fail closed, with the reason in the node's result.
 //
+// One server under two names (127.0.0.1 and localhost, a host name and its
+// address; the engine rejects the same address twice) must not vote twice:
+// a quorum counting it twice would rest on fewer independent servers than
+// Redlock assumes, and a single crash could undo it. Two nodes whose
+// connections read the same run_id (per server process; not master_replid,
+// which replicas share) are one server. A yes from node i does not count
+// when (a) a node j < i now has i's run_id: the first name votes, the
+// later ones never do; or (b) a node j > i already counted a yes in the
+// same round under i's run_id: j learned the run_id before i's connection
+// told it, and a yes of the server already counted. Each yes is judged
+// after its own connection read INFO, so of two yeses from one server run in
+// one round, the later one sees the earlier one's run_id, through (a) if
+// the earlier came from a lower node, else through (b). (b) compares
+// with the run_id of j's last counted yes, which is this round's unless j
+// reconnected to another server run since and that run's yes already
+// counted elsewhere, which the repair delay after a restart rules out
+// within one round.
+//
 // Loop thread only.
 
 #include "redlock/node_identity.hpp"
 #include "transport/loop_timer.hpp"
 #include "transport/reply.hpp"
 
+#include <redsync/error.hpp>
 #include <redsync/options.hpp>
 
 #include <chrono>
@@ -125,7 +144,16 @@ class node_trust {
   // unverified is repaired in the background. A recorded window below the
   // expiry (possible only from the transaction of fast_acquire.hpp, which
   // cannot raise it) does not count either.
-  bool exclude_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry, std::string& why);
+  // `round`: every node's result in this round so far (`ok`: its yes
+  // counted), which the check for one server under two names needs.
+  bool exclude_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry,
+                   const std::vector<node_result>& round, std::string& why);
+
+  // Per node, why it is left out of every round as the same server as an
+  // earlier node of the list (the message names both), else empty; empty
+  // when no node is. Asking it keeps the later names from taking the
+  // server's keys first, which would turn the first name's yes into "taken".
+  std::vector<std::string> later_names() const;
 
   // Node i's last counted vote showed a recorded window of at least
   // `expiry`, and it never refused the transaction: the transaction may
@@ -151,6 +179,8 @@ class node_trust {
  private:
   struct node {
     std::string identity;          // from the last handshake (node_identity.hpp); empty if unknown
+    std::string run_id;            // from the last handshake; empty if unknown
+    std::string voted_run_id;      // the run_id of its last counted yes
     std::string problem;           // why this node cannot be verified at all, if so
     std::string mark;              // the repair's mark read from the node while it was unverified
     std::int64_t first_seen = 0;   // server ms the mark was set (step 1)
@@ -162,7 +192,13 @@ class node_trust {
   struct look;
 
   // exclude_yes without telling telemetry.
-  bool judge_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry, std::string& why);
+  bool judge_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry,
+                 const std::vector<node_result>& round, std::string& why);
+  // Why node i's yes must not count because another node is the same
+  // server, or empty.
+  std::string same_server(std::size_t i, const std::vector<node_result>& round) const;
+  // Node i is the first node of the list with its run_id (or has none).
+  bool first_of_its_server(std::size_t i) const;
   void start_look();
   void on_look(const look& l);
   void settle();

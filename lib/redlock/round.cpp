@@ -80,7 +80,8 @@ struct round_state {
                      r.value.elements[0].type == reply::kind::integer) {
             counts.integers[i] = r.value.elements[0].integer;
           }
-          if (n.status == node_status::ok && spec.exclude_yes && spec.exclude_yes(i, r.value, n.message))
+          if (n.status == node_status::ok && spec.exclude_yes &&
+              spec.exclude_yes(i, r.value, counts.nodes, n.message))
             n.status = node_status::excluded;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;
@@ -135,6 +136,7 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
     st->counts.nodes[i].address = eng.addresses()[i];
     if (!st->spec.excluded.empty() && st->spec.excluded[i]) {
       st->counts.nodes[i].status = node_status::excluded;
+      if (i < st->spec.excluded_why.size()) st->counts.nodes[i].message = st->spec.excluded_why[i];
       ++st->counts.excluded;
     } else {
       ++st->counts.pending;

@@ -47,10 +47,13 @@ struct round_spec {
   bool shuffle = false;
   // Nodes to leave out of the round (reported as `excluded`); may be empty.
   std::vector<bool> excluded;
-  // Asked when node i says yes (with its reply): true (with a reason) turns
-  // that yes into `excluded`, which does not count towards the quorum. May
-  // be empty.
-  std::function<bool(std::size_t i, const reply& r, std::string& why)> exclude_yes;
+  // Why, per node left out (its result's message); may be empty or shorter.
+  std::vector<std::string> excluded_why;
+  // Asked when node i says yes (with its reply and every node's result so
+  // far): true (with a reason) turns that yes into `excluded`, which does
+  // not count towards the quorum. May be empty.
+  std::function<bool(std::size_t i, const reply& r, const std::vector<node_result>& so_far, std::string& why)>
+      exclude_yes;
 };
 
 // Starts a round on the loop thread. `done` runs exactly once on the loop

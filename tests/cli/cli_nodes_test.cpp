@@ -313,4 +313,43 @@ TEST_SUITE("cli") {
     CHECK(contains(json.out, R"("fence":null,"reserved_for":"their-value","line_error":null})"));
     CHECK(contains(json.out, R"("fence_max":null,"held":0,)"));
   }
+  // Issue 22 §10: one server under two names (127.0.0.1 and localhost) used
+  // to vote twice.
+  TEST_CASE("cli: lock, ping and status show that a server listed under two names never votes twice") {
+    cluster nodes(2);
+    temp_dir dir;
+    const std::string port = std::to_string(nodes[0].port());
+    const std::string first = "redis://127.0.0.1:" + port;
+    const std::string second = "redis://localhost:" + port;
+    const std::string list = "--nodes=" + first + "," + nodes[1].uri() + "," + second;
+    prime_records({first, nodes[1].uri(), second});
+    const std::string twin = "node 3 (" + second + ") is the same server as node 1 (" + first + ") (run_id ";
+
+    // Once the restart guard's window of the priming (300 ms) has passed.
+    REQUIRE(wait_until(
+        [&] {
+          auto o = run_cli({"ping", "--ttl", "300ms", list}, dir.path(), 10s);
+          return contains(o.out, "2/3 voting");
+        },
+        10s));
+    auto ping = run_cli({"ping", "--ttl", "300ms", list}, dir.path(), 10s);
+    INFO(show(ping));
+    CHECK(contains(ping.out, "localhost:" + port + ": up, "));
+    CHECK(contains(ping.out, "; never votes: " + twin));
+    CHECK(contains(ping.out, "3/3 nodes up, 2/3 voting, quorum 2\n"));
+    auto status = run_cli({"status", "--ttl", "300ms", list, "cli-twin"}, dir.path(), 10s);
+    INFO(show(status));
+    CHECK(contains(status.out, "; never votes: " + twin));
+    CHECK(contains(status.out, "3/3 nodes answered, 2/3 voting, quorum 2\n"));
+
+    // With the other server down, the server listed twice is 1 vote of 3.
+    nodes[1].kill();
+    auto lock =
+        run_cli({"lock", "--ttl", "2s", "--wait", "0", list, "cli-twin", "--", "true"}, dir.path(), 20s);
+    INFO(show(lock));
+    CHECK(lock.status != 0);
+    CHECK(contains(lock.err, "nodes never vote: localhost:" + port + " (" + twin));
+    CHECK(contains(lock.err, "one server must not vote twice"));
+    CHECK_FALSE(redis_client(nodes[0]).exists("cli-twin"));
+  }
 }  // TEST_SUITE
