@@ -94,8 +94,8 @@ TEST_SUITE("trust") {
     CHECK(r.nodes[0].status == redsync::node_status::ok);
     CHECK(r.nodes[1].status == redsync::node_status::excluded);
     CHECK_MESSAGE(r.nodes[1].message.find("node 2 (redis://127.0.0.1:" + port +
-                                          ") is the same server as node 1 (redis://localhost:" + port + ")") !=
-                      std::string::npos,
+                                          ") is the same server as node 1 (redis://localhost:" + port +
+                                          ")") != std::string::npos,
                   r.nodes[1].message);
     CHECK(m.unlock(redsync::context{}).ok());
   }
