@@ -153,12 +153,18 @@ std::vector<span> secrets(std::string_view uri) {
       out.push_back({authority, std::min(colon, info.size())});
     }
   }
+  // The parser's query starts at the first '?': a "password=" before it is
+  // part of a path, and its value (which the redaction masks up to the next
+  // '&') cannot reach past that '?' into the query the parser reads.
+  const std::size_t query = uri.find('?', from);
   for (std::size_t p = from; p < uri.size(); ++p) {
     for (const std::string_view name : {"password", "passwd", "pass", "pwd", "auth", "secret", "token"}) {
       const std::size_t value = value_after(uri, p, name);
       if (value == std::string_view::npos) continue;
-      const std::size_t amp = uri.find('&', value);
-      out.push_back({value, (amp == std::string_view::npos ? uri.size() : amp) - value});
+      std::size_t end = uri.find('&', value);
+      if (end == std::string_view::npos) end = uri.size();
+      if (query != std::string_view::npos && value <= query) end = std::min(end, query);
+      out.push_back({value, end - value});
     }
   }
   return out;
