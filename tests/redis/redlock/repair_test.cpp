@@ -223,3 +223,42 @@ TEST_SUITE("repair") {
     CHECK(later.token() > a.token());
   }
 }
+
+TEST_SUITE("repair") {
+  // README (Safety, Clocks, the waiting line): a waiter's lease is dated on
+  // the node's clock, so a step back by S keeps a crashed waiter at the head
+  // of that node's line S longer; a single stepped node only refuses its
+  // vote meanwhile, and the lock goes on with the others.
+  TEST_CASE("a node stepped back keeps a crashed waiter at the head of its line, and only refuses its vote") {
+    clock_offset clk;
+    redsync::test::redis_server stepped({.env = clk.env()});
+    redsync::test::redis_server b, c;
+    const std::vector<std::string> uris = {stepped.uri(), b.uri(), c.uri()};
+    prime_records(uris);
+    redsync::Redsync rs(uris, fresh_nodes());
+    const auto name = unique_name("app:line-step-back");
+    const auto arrival = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    // A waiter with a 1 s lease, which then crashed.
+    for (redsync::test::redis_server* s : {&stepped, &b, &c}) {
+      redis_client client(*s);
+      auto t = client.command({"TIME"});
+      const long long now_ms = std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+      client.command({"ZADD", name + ":redsync-line", std::to_string(arrival), "crashed-waiter"});
+      client.command({"HSET", name + ":redsync-leases", "crashed-waiter", std::to_string(now_ms + 1000)});
+      client.command({"PEXPIRE", name + ":redsync-line", "2000"});
+      client.command({"PEXPIRE", name + ":redsync-leases", "2000"});
+    }
+    clk.set(-60s);
+    const auto t0 = clock_type::now();
+    auto m = rs.new_mutex(name, {.tries = 10000, .retry_delay = [](int) { return 50ms; }});
+    auto r = m.lock(redsync::context::timeout(20s));
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK(clock_type::now() - t0 < 1s + 5s);  // the lease on the other nodes, not the 60 s step
+    CHECK(r.nodes[0].status != redsync::node_status::ok);
+    CHECK(redis_client(stepped).command({"ZRANGE", name + ":redsync-line", "0", "0"}).elements.at(0).str ==
+          "crashed-waiter");
+    CHECK(m.unlock(redsync::context::timeout(5s)).ok());
+  }
+}
