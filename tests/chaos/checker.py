@@ -385,7 +385,12 @@ class Checker:
         never unlocked; a command of `redsync lock` from its start to its
         end, with slack on both sides for the tool around it."""
         if g["cli"]:
-            return g["granted"] - SLACK_NS, (g.get("end") or g["granted"]) + SLACK_NS
+            # The tool holds the name until its command leaves; a command
+            # that never left (stopped, then killed with its tool) kept it
+            # until the tool's run ended.
+            run_end = (g.get("run") or {}).get("end")
+            end = max(g.get("left") or run_end or 0, g.get("end") or 0, g["granted"])
+            return g["granted"] - SLACK_NS, end + SLACK_NS
         if g["released"]:
             return g["granted"], g["released"] + SLACK_NS
         return g["granted"], g["until"]
