@@ -243,18 +243,19 @@ class acquisition final : public mutex_operation, public release_listener::waite
     finish({});
   }
 
-  // Redlock step 5: undo a failed attempt. Nodes that answered "taken" did
-  // not apply our SET and need nothing. Nodes that said yes (counted or
-  // excluded) get an undo we wait for (the release script keeping our place
-  // in line: a name we won as the head goes back to being reserved for us,
-  // never to the waiter behind us; scripts.hpp, rule U) (they are responsive, so this costs
-  // one round trip). Nodes that timed out, dropped, or were not awaited may
-  // still apply the SET later: they get a release too, on the same
-  // connection, so the server runs it after the SET; we do not wait for
-  // those, a hung node must not stall us. So do nodes that answered an error:
-  // a script is not rolled back when it fails part-way (say, the fencing
-  // counter holds the wrong type after our SET ran), so the key may be ours
-  // there even though the node said no.
+  // Redlock step 5: undo a failed attempt, with the release script in undo
+  // mode (scripts.hpp, rule U): it keeps our place in line, and a name we
+  // won as the head goes back to being reserved for us, never to the waiter
+  // behind us. Nodes that answered "taken" did not apply our SET and need
+  // nothing. Nodes that said yes (counted or excluded) get an undo we wait
+  // for (they are responsive, so this costs one round trip). Nodes that
+  // timed out, dropped, or were not awaited may still apply the SET later:
+  // they get an undo too, in order on the same connection
+  // (send_undo_unawaited), so the server runs it after the SET; we do not
+  // wait for those, a hung node must not stall us. So do nodes that answered
+  // an error: a script is not rolled back when it fails part-way (say, the
+  // fencing counter holds the wrong type after our SET ran), so the key may
+  // be ours there even though the node said no.
   void release_failed_attempt(errc why) {
     failure_ = why;
     std::vector<bool> skip(eng_.size(), true);
