@@ -118,6 +118,8 @@ struct redsync_options {
   /// thread owned by the `Redsync` (default: nullptr = own thread). With an
   /// external loop, blocking calls must not be made from the loop's thread
   /// (they return `errc::would_deadlock`); use the `*_async` calls there.
+  /// Construct the `Redsync` on the loop's thread or before the loop runs:
+  /// it adds handles to the loop, which libuv allows from no other thread.
   uv_loop_s* loop = nullptr;
   /// Guard against restarted, replaced or emptied nodes (the Redis spec's
   /// delayed restart, done by the clients). Default true. Each node keeps a

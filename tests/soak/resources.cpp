@@ -65,6 +65,9 @@ loop_thread::loop_thread() {
   // Keeps the loop running until stop(), and then closes both handles.
   uv_async_init(&loop_, &stop_, &loop_thread::on_stop);
   stop_.data = this;
+}
+
+void loop_thread::start() {
   thread_ = std::thread([this] {
     sigset_t all;
     sigfillset(&all);
@@ -123,6 +126,7 @@ std::optional<handle_counts> loop_thread::count_handles(std::chrono::millisecond
 
 bool loop_thread::stop(std::chrono::milliseconds bound, std::string& why) {
   stopped_ = true;
+  if (!thread_.joinable()) start();  // never started: run it to close our handles
   uv_async_send(&stop_);
   std::unique_lock lock(mutex_);
   if (!cv_.wait_for(lock, bound, [&] { return ended_; })) {

@@ -60,6 +60,11 @@ class loop_thread {
 
   uv_loop_t* loop() noexcept { return &loop_; }
 
+  /// Runs the loop on its own thread. Whatever puts handles on the loop (a
+  /// Redsync made with it) is made before: libuv handles are created on the
+  /// loop's thread or while nobody runs it.
+  void start();
+
   /// Walks the loop on its thread; nullopt when the loop did not get to it
   /// within `bound`. Any thread except the loop thread; one call at a time.
   std::optional<handle_counts> count_handles(std::chrono::milliseconds bound);

@@ -299,6 +299,7 @@ int run(const arguments& args) {
   const auto start = clock::now();
   {
     Redsync rs(nodes.uris(), redsync_options{.loop = loop.loop()});
+    loop.start();
     settler settle(rs);
     if (!settle.run(loop, 10s)) throw std::runtime_error("the first hand-over did not open every connection");
 

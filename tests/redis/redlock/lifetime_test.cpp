@@ -327,11 +327,13 @@ TEST_SUITE("lifetime") {
     REQUIRE(uv_loop_init(&loop) == 0);
     uv_async_t stop;
     uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
-    std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
 
     const auto name = unique_name("destroyed-on-loop");
     std::optional<redsync::Redsync> rs;
+    // Made before the loop runs: libuv handles are created on the loop's
+    // thread or while nobody runs it.
     rs.emplace(c.uris(), fresh_nodes({.loop = &loop, .shutdown_timeout = 3000ms}));
+    std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
     auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.tries = 1}));
     {
       // Every node's record is surveyed first, so the round below goes out.

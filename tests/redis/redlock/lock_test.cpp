@@ -16,6 +16,7 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -549,10 +550,13 @@ TEST_SUITE("lock") {
     // Keeps the loop running until the test is done with it.
     uv_async_t stop;
     uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+    // Made before the loop runs: libuv handles are created on the loop's
+    // thread or while nobody runs it.
+    std::optional<redsync::Redsync> made(std::in_place, c.uris(), fresh_nodes({.loop = &loop}));
     std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
 
     {
-      redsync::Redsync rs(c.uris(), fresh_nodes({.loop = &loop}));
+      redsync::Redsync& rs = *made;
       auto m = rs.new_mutex(unique_name("external-loop"));
       std::promise<std::pair<redsync::result, redsync::result>> p;
       m.lock_async(redsync::context{}, [&](redsync::result r) {
@@ -567,7 +571,8 @@ TEST_SUITE("lock") {
       // From another thread, blocking calls work while the loop runs.
       CHECK(m.valid(redsync::context{}).ok());
       CHECK(m.unlock(redsync::context{}).ok());
-    }  // destroyed from this thread while the loop runs: it closes its handles
+    }
+    made.reset();  // destroyed from this thread while the loop runs: it closes its handles
 
     uv_async_send(&stop);
     runner.join();
