@@ -3,6 +3,7 @@
 #include "util/value_generator.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <system_error>
 
 namespace redsync::detail {
@@ -81,9 +83,59 @@ void fill_random(std::span<unsigned char> out) {
   fill_from_urandom(out);
 }
 
+namespace {
+
+// Random bytes drawn from the OS a page at a time, so a lock value costs a
+// system call once in 250 values rather than each time. The page is the
+// thread's own and is marked MADV_WIPEONFORK: a forked child finds it
+// zeroed, that is empty, and draws fresh bytes instead of repeating its
+// parent's values. Where the kernel cannot wipe on fork (before Linux
+// 4.14), nothing is buffered. Bytes are zeroed as they are handed out.
+class random_pool {
+ public:
+  random_pool() {
+    void* p = ::mmap(nullptr, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    if (::madvise(p, page_size, MADV_WIPEONFORK) != 0) {
+      ::munmap(p, page_size);
+      return;
+    }
+    page_ = static_cast<page*>(p);
+  }
+  ~random_pool() {
+    if (page_ != nullptr) ::munmap(page_, page_size);
+  }
+  random_pool(const random_pool&) = delete;
+  random_pool& operator=(const random_pool&) = delete;
+
+  void take(std::span<unsigned char> out) {
+    if (page_ == nullptr || out.size() > sizeof page_->bytes) return fill_random(out);
+    if (page_->left < out.size()) {
+      fill_random(page_->bytes);
+      page_->left = sizeof page_->bytes;
+    }
+    unsigned char* from = page_->bytes + (sizeof page_->bytes - page_->left);
+    std::memcpy(out.data(), from, out.size());
+    std::memset(from, 0, out.size());
+    page_->left -= out.size();
+  }
+
+ private:
+  static constexpr std::size_t page_size = 4096;
+  struct page {
+    std::size_t left;  // unused bytes at the end of `bytes`; 0 (empty) after a fork
+    unsigned char bytes[page_size - sizeof(std::size_t)];
+  };
+  static_assert(sizeof(page) == page_size);
+  page* page_ = nullptr;
+};
+
+}  // namespace
+
 std::string random_value() {
+  thread_local random_pool pool;
   std::array<unsigned char, 16> bytes{};
-  fill_random(bytes);
+  pool.take(bytes);
   return base64_encode(bytes);
 }
 

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstddef>
 #include <string>
@@ -77,4 +80,42 @@ TEST_CASE("fill_random fills buffers larger than one getrandom call may return")
     zeros_at_end += buffer[i] == 0 ? 1 : 0;
   }
   CHECK(zeros_at_end < 50);
+}
+
+TEST_CASE("a forked child never repeats its parent's next values (the buffered random bytes are wiped)") {
+  // The parent has drawn from its buffer, so bytes are left in it; a child
+  // that inherited them would make the parent's next values too.
+  (void)random_value();
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::string values;
+    for (int i = 0; i < 8; ++i) values += random_value();
+    const auto wrote = ::write(out[1], values.data(), values.size());
+    ::_exit(wrote == static_cast<ssize_t>(values.size()) ? 0 : 1);
+  }
+  ::close(out[1]);
+  std::string parent;
+  for (int i = 0; i < 8; ++i) parent += random_value();
+  std::string from_child(8 * 24, '\0');
+  std::size_t got = 0;
+  while (got < from_child.size()) {
+    const auto n = ::read(out[0], from_child.data() + got, from_child.size() - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(got == from_child.size());
+  std::unordered_set<std::string> seen;
+  for (std::size_t i = 0; i < 8; ++i) {
+    seen.insert(parent.substr(i * 24, 24));
+    seen.insert(from_child.substr(i * 24, 24));
+  }
+  CHECK(seen.size() == 16);
 }
