@@ -42,8 +42,8 @@ class handoff {
     if (given_.exchange(true, std::memory_order_relaxed)) return;
     value_.emplace(std::move(value));
     if (state_.exchange(full, std::memory_order_acq_rel) == asleep) {
-      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr,
-                nullptr, 0);
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+                0);
     }
   }
 
