@@ -55,6 +55,7 @@ void connection::drop(const std::string& error) {
   uv_timer_stop(&deadline_timer_);
   armed_for_ = clock::time_point::max();
   uv_idle_stop(&flush_idle_);
+  unlist_writer();
   detach_socket();
   state_ = state::disconnected;
   if (on_drop_) on_drop_(error);
@@ -101,6 +102,7 @@ void connection::close(std::vector<command_callback>& orphans, std::function<voi
     resolving_ = nullptr;
   }
   state_ = state::closing;
+  unlist_writer();
   closed_ = std::move(closed);
   if (socket_ != nullptr) {
     socket* s = std::exchange(socket_, nullptr);

@@ -86,6 +86,12 @@ class connection {
   // `closed`.
   void close(std::vector<command_callback>& orphans, std::function<void()> closed);
 
+  // Writes now what every connection of the calling thread's loop queued
+  // since its last write, instead of when the loop next turns. Loop thread
+  // only; called by the event loop after each batch of posted tasks, so a
+  // fan-out posted from a caller's thread goes out in the same wake-up.
+  static void write_queued();
+
   // Without any byte from the server for this long while commands are
   // outstanding, the connection is considered dead and dropped.
   std::chrono::milliseconds stall_close() const noexcept;
@@ -133,6 +139,9 @@ class connection {
   void arm_deadline_timer();
   void expire(clock::time_point now);
   bool has_outstanding() const noexcept { return !inflight_.empty() || !unsent_.empty(); }
+  // Takes this connection off write_queued()'s list (it was written, dropped
+  // or closed).
+  void unlist_writer();
 
   uv_loop_t* loop_;
   connection_config config_;
@@ -144,6 +153,7 @@ class connection {
   uv_timer_t connect_timer_{};
   uv_timer_t deadline_timer_{};
   uv_idle_t flush_idle_{};
+  bool write_listed_ = false;  // on write_queued()'s list (and flush_idle_ started)
   int own_handles_open_ = 0;
   std::function<void()> closed_;
 

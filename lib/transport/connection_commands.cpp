@@ -24,7 +24,39 @@ long long to_ms(microseconds d) {
   return (d.count() + 999) / 1000;
 }
 
+// Connections of this thread's loop with commands queued since their last
+// write (see write_queued). Only the loop's thread touches it; a thread runs
+// one loop at a time, so this is that loop's list.
+thread_local std::vector<connection*> queued_writers;
+
 }  // namespace
+
+void connection::write_queued() {
+  if (queued_writers.empty()) return;
+  // Swapped out: a flush may run callbacks (a dropped connection fails its
+  // commands) that queue more. Every connection listed stays alive meanwhile
+  // (it is freed only from its handles' close callbacks, on a later turn of
+  // the loop), and one that was closed took itself off the list.
+  std::vector<connection*> batch;
+  batch.swap(queued_writers);
+  for (connection* c : batch) {
+    if (!c->write_listed_) continue;
+    c->write_listed_ = false;
+    uv_idle_stop(&c->flush_idle_);
+    c->flush();
+  }
+  // Keep the capacity for the next batch.
+  if (queued_writers.empty()) {
+    batch.clear();
+    queued_writers.swap(batch);
+  }
+}
+
+void connection::unlist_writer() {
+  if (!write_listed_) return;
+  write_listed_ = false;
+  std::erase(queued_writers, this);
+}
 
 // ---- sending ----------------------------------------------------------------
 
@@ -38,9 +70,13 @@ void connection::send(wire_command cmd, microseconds timeout, command_callback d
     armed_for_ = deadline;
     uv_timer_start(&deadline_timer_, &on_deadline_timer, static_cast<std::uint64_t>(to_ms(timeout)), 0);
   }
-  // Coalesce everything sent during this loop iteration into one write. An
-  // active idle handle also keeps the next poll from blocking.
-  if (state_ == state::connected && uv_is_active(reinterpret_cast<uv_handle_t*>(&flush_idle_)) == 0) {
+  // Coalesce everything sent during this callback into one write: the event
+  // loop writes the listed connections as soon as its batch of posted tasks
+  // has run (write_queued). Sent from any other callback (a reply's, a
+  // timer's), the idle handle writes it before the loop next polls.
+  if (state_ == state::connected && !write_listed_) {
+    write_listed_ = true;
+    queued_writers.push_back(this);
     uv_idle_start(&flush_idle_, &on_flush);
   }
 }
@@ -48,6 +84,7 @@ void connection::send(wire_command cmd, microseconds timeout, command_callback d
 void connection::on_flush(uv_idle_t* idle) {
   auto* self = static_cast<connection*>(idle->data);
   uv_idle_stop(idle);
+  self->unlist_writer();
   self->flush();
 }
 

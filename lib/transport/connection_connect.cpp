@@ -204,6 +204,7 @@ void connection::on_connect_timer(uv_timer_t* timer) {
 void connection::connect_failed(std::string error) {
   uv_timer_stop(&connect_timer_);
   uv_idle_stop(&flush_idle_);
+  unlist_writer();
   if (resolving_ != nullptr) {
     resolving_->owner = nullptr;
     uv_cancel(reinterpret_cast<uv_req_t*>(&resolving_->req));

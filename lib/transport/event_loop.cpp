@@ -3,6 +3,8 @@
 
 #include "transport/event_loop.hpp"
 
+#include "transport/connection.hpp"
+
 #include <uv.h>
 
 #include <atomic>
@@ -21,8 +23,22 @@
 #include <pthread.h>
 
 // Threading model: `queue_` is the only state shared between threads and is
-// guarded by `mutex_`; everything else is touched on the loop thread only
-// (or before the thread starts / after it is joined).
+// guarded by `mutex_` (`may_sleep` is an atomic read by posters); everything
+// else is touched on the loop thread only (or before the thread starts /
+// after it is joined).
+//
+// Waking the loop: a post signals the async handle (an eventfd write, then
+// an epoll wake-up and an eventfd read on the loop) only when the loop may
+// be asleep or about to be. The loop clears `may_sleep` while it works and
+// sets it again in its prepare callback, right before it polls, and only
+// then looks at the queue (its count, `queued`) once more. Each side writes
+// its own flag before it reads the other's, all sequentially consistent, so
+// either the poster sees `may_sleep` and signals, or the loop's last look
+// finds the task and runs it before it sleeps. Tasks run that way cost no
+// system call at all.
+//
+// Writing: tasks queue commands on connections; connection::write_queued()
+// writes them all at the end of each batch of tasks, in the same wake-up.
 //
 // Lifetime of the async handle: it is closed on the loop thread by a task
 // queued behind everything posted before destruction began. After that task
@@ -118,6 +134,12 @@ struct event_loop::impl {
   std::mutex mutex;
   std::vector<std::function<void()>> queue;  // guarded by mutex
   bool async_closed = false;                 // guarded by mutex
+  // False while the loop thread is known to be working: it will look at the
+  // queue before it next polls, so a post need not wake it.
+  std::atomic<bool> may_sleep{true};
+  // Tasks in `queue` (written under mutex): lets the loop's last look skip
+  // the mutex when nothing was posted, so it never makes a poster wait.
+  std::atomic<std::size_t> queued{0};
   // Destroyed on the loop thread: set there, read there by on_async.
   bool closing_on_loop = false;
 
@@ -136,13 +158,21 @@ struct event_loop::impl {
   static void on_async(uv_async_t* handle) {
     auto* self = static_cast<impl*>(handle->data);
     self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    self->may_sleep.store(false, std::memory_order_relaxed);
     std::vector<std::function<void()>> batch;
     {
       std::lock_guard lock(self->mutex);
       batch.swap(self->queue);
+      self->queued.store(0, std::memory_order_relaxed);
     }
-    // Tasks posted while this batch runs go to the next batch (the async
-    // handle is signalled again), so post() never runs its function inline.
+    self->run_batch(batch);
+  }
+
+  // Runs one batch of tasks, then writes what they queued. Tasks posted
+  // while a batch runs go to a later batch, so post() never runs its
+  // function inline.
+  void run_batch(std::vector<std::function<void()>>& batch) {
+    impl* self = this;
     for (auto& fn : batch) {
       // A task of this batch destroyed the loop's owner (the engine, on the
       // loop thread): the rest were posted for it and would reach into it.
@@ -157,11 +187,31 @@ struct event_loop::impl {
         std::terminate();
       }
     }
+    connection::write_queued();
   }
 
+  // Right before the loop polls (and may sleep): the last look at the queue.
   static void on_prepare(uv_prepare_t* handle) {
-    static_cast<impl*>(handle->data)
-        ->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    auto* self = static_cast<impl*>(handle->data);
+    self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    connection::write_queued();  // commands queued by callbacks other than tasks
+    std::vector<std::function<void()>> batch;
+    for (;;) {
+      // Sequentially consistent, as the poster's two accesses in post():
+      // either this load sees its task counted, or its load of may_sleep
+      // sees this store and it signals.
+      self->may_sleep.store(true, std::memory_order_seq_cst);
+      if (self->queued.load(std::memory_order_seq_cst) == 0) return;
+      {
+        std::lock_guard lock(self->mutex);
+        if (self->queue.empty() || self->async_closed || self->closing_on_loop) return;
+        self->may_sleep.store(false, std::memory_order_relaxed);
+        batch.swap(self->queue);
+        self->queued.store(0, std::memory_order_relaxed);
+      }
+      self->run_batch(batch);
+      batch.clear();
+    }
   }
 
   // Self-owned: the pools have drained and uv_run returned. Closes what is
@@ -294,8 +344,9 @@ void event_loop::post(std::function<void()> fn) {
     std::lock_guard lock(s.mutex);
     if (s.async_closed) return;  // destruction began: nobody will run it
     s.queue.push_back(std::move(fn));
+    s.queued.store(s.queue.size(), std::memory_order_seq_cst);
     // Signalled under the lock so the handle cannot be closed in between.
-    uv_async_send(&s.async);
+    if (s.may_sleep.load(std::memory_order_seq_cst)) uv_async_send(&s.async);
   }
 }
 

@@ -479,4 +479,41 @@ TEST_CASE("an owned event loop runs posted work in order, never inline") {
   CHECK_THROWS_AS(loop.run_sync([] { throw std::runtime_error("boom"); }), std::runtime_error);
 }
 
+TEST_CASE("posts racing the loop on its way to sleep all run: none waits for another wake-up") {
+  // A post skips the wake-up signal while the loop works; the loop looks at
+  // the queue once more right before it polls. Threads post while the loop
+  // is busy (a task spins), idle, or between the two; a post whose task
+  // waited for a later signal would leave its thread waiting alone at the
+  // end, which the bound on every wait turns into a failure.
+  event_loop loop(nullptr);
+  constexpr int threads = 4;
+  constexpr int posts_each = 2000;
+  std::atomic<int> late{0};
+  std::vector<std::thread> posters;
+  for (int t = 0; t < threads; ++t) {
+    posters.emplace_back([&, t] {
+      for (int i = 0; i < posts_each; ++i) {
+        auto ran = std::make_shared<std::promise<void>>();
+        auto f = ran->get_future();
+        const bool busy = (i + t) % 3 == 0;
+        loop.post([ran, busy] {
+          if (busy) {
+            const auto until = steady_clock::now() + 20us;
+            while (steady_clock::now() < until) {
+            }
+          }
+          ran->set_value();
+        });
+        if (f.wait_for(5s) != std::future_status::ready) {
+          ++late;
+          loop.post([] {});  // a nudge: the next wake-up runs the stranded task
+          f.wait();
+        }
+      }
+    });
+  }
+  for (auto& p : posters) p.join();
+  CHECK(late.load() == 0);
+}
+
 TEST_SUITE_END();
