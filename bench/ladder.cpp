@@ -212,6 +212,24 @@ json run_ladder(const config& cfg) {
     library.push_back(rung_result("blocking API: lock + unlock from a caller thread", s,
                                   cpu.stop(static_cast<std::size_t>(cfg.iterations)), failures));
   }
+  {
+    // Each call returns once a quorum has answered, as node-redlock's do;
+    // the other nodes' answers are still read (and a late yes released).
+    auto fast = rs.new_mutex(unique_name("ladder-lib-fast"), {.fail_fast = true});
+    samples s;
+    s.reserve(static_cast<std::size_t>(cfg.iterations));
+    int failures = 0;
+    for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+      if (i == cfg.warmup) cpu.start();
+      const auto t0 = clock::now();
+      const auto l = fast.lock(redsync::context{});
+      const auto u = fast.unlock(redsync::context{});
+      if (i >= cfg.warmup) s.add(clock::now() - t0);
+      if (!l || !u) ++failures;
+    }
+    library.push_back(rung_result("blocking API, fail_fast: each call returns at its quorum", s,
+                                  cpu.stop(static_cast<std::size_t>(cfg.iterations)), failures));
+  }
   std::vector<json> out;
   for (const rung& r : rungs) {
     raw_run warm{t, r, cfg.warmup, 0, {}, 0, {}};
