@@ -114,6 +114,15 @@ class reaper {
   }
 };
 
+// A hint to the CPU that this thread spins, so the core's other thread runs.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 void close_if_open(uv_handle_t* h, void*) {
   if (uv_is_closing(h) == 0) uv_close(h, nullptr);
 }
@@ -203,7 +212,15 @@ struct event_loop::impl {
       self->may_sleep.store(true, std::memory_order_seq_cst);
       if (self->queued.load(std::memory_order_seq_cst) == 0) return;
       {
-        std::lock_guard lock(self->mutex);
+        // The poster that counted the task may still hold the mutex (it
+        // signals under it): wait for it without a futex round trip of our
+        // own, since it is about to let go.
+        std::unique_lock lock(self->mutex, std::try_to_lock);
+        for (int spins = 0; !lock.owns_lock() && spins < 256; ++spins) {
+          cpu_relax();
+          lock.try_lock();
+        }
+        if (!lock.owns_lock()) lock.lock();
         if (self->queue.empty() || self->async_closed || self->closing_on_loop) return;
         self->may_sleep.store(false, std::memory_order_relaxed);
         batch.swap(self->queue);
