@@ -4,6 +4,7 @@
 #include "transport/event_loop.hpp"
 
 #include "transport/connection.hpp"
+#include "transport/loop_reaper.hpp"
 
 #include <uv.h>
 
@@ -48,71 +49,11 @@
 // Redsync dropped in one of its callbacks) cannot join itself: the thread
 // takes over its impl, closes the loop and frees the impl once uv_run
 // returns (when the pools have drained), and hands its std::thread to the
-// reaper below, which joins it.
+// loop_reaper (loop_reaper.hpp), which joins it.
 
 namespace redsync::detail {
 
 namespace {
-
-// Joins loop threads that tore themselves down: a finished one when the
-// next owned loop is made or handed over, the rest at process exit (which
-// so waits for their releases, as a destructor off the loop thread would).
-// Never destroyed: an atexit handler may still need it.
-class reaper {
- public:
-  static void adopt(std::thread t, std::shared_ptr<std::atomic<bool>> finished) {
-    reap_finished();
-    static const bool registered = (std::atexit(&reaper::join_all), true);
-    (void)registered;
-    std::lock_guard lock(get().mutex);
-    get().threads.push_back({std::move(t), std::move(finished)});
-  }
-
-  static void reap_finished() {
-    std::vector<std::thread> done;
-    {
-      std::lock_guard lock(get().mutex);
-      auto& ts = get().threads;
-      for (auto it = ts.begin(); it != ts.end();) {
-        if (it->finished->load(std::memory_order_acquire)) {
-          done.push_back(std::move(it->thread));
-          it = ts.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (auto& t : done) t.join();  // the thread has returned or is about to
-  }
-
- private:
-  struct entry {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> finished;
-  };
-  struct state {
-    std::mutex mutex;
-    std::vector<entry> threads;
-  };
-  static state& get() {
-    static state* s = new state;
-    return *s;
-  }
-  static void join_all() {
-    std::vector<entry> all;
-    {
-      std::lock_guard lock(get().mutex);
-      all.swap(get().threads);
-    }
-    for (auto& e : all) {
-      // exit() called on such a loop thread itself cannot wait for it.
-      if (e.thread.get_id() == std::this_thread::get_id())
-        e.thread.detach();
-      else
-        e.thread.join();
-    }
-  }
-};
 
 // A hint to the CPU that this thread spins, so the core's other thread runs.
 inline void cpu_relax() noexcept {
@@ -137,6 +78,10 @@ struct event_loop::impl {
   // Learns which thread runs an external loop (we are not told); unref'd so
   // it never keeps the loop alive.
   uv_prepare_t prepare{};
+  // Runs tasks posted on the loop thread itself (a callback that starts the
+  // next operation): started instead of the async handle, it keeps the loop
+  // from sleeping and runs them on its next turn, without an eventfd.
+  uv_idle_t drain{};
   std::thread thread;
   std::atomic<std::thread::id> loop_thread{};
 
@@ -158,7 +103,7 @@ struct event_loop::impl {
   // Set once a self-owned thread has freed the impl (read by the reaper).
   std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
 
-  // External loop only: set by the close callbacks of async + prepare.
+  // External loop only: set by the close callbacks of async, prepare, drain.
   int handles_open = 0;
   std::mutex closed_mutex;
   std::condition_variable closed_cv;
@@ -197,6 +142,20 @@ struct event_loop::impl {
       }
     }
     connection::write_queued();
+  }
+
+  static void on_drain(uv_idle_t* handle) {
+    auto* self = static_cast<impl*>(handle->data);
+    uv_idle_stop(handle);
+    self->may_sleep.store(false, std::memory_order_relaxed);
+    std::vector<std::function<void()>> batch;
+    {
+      std::lock_guard lock(self->mutex);
+      if (self->async_closed || self->closing_on_loop) return;
+      batch.swap(self->queue);
+      self->queued.store(0, std::memory_order_relaxed);
+    }
+    self->run_batch(batch);
   }
 
   // Right before the loop polls (and may sleep): the last look at the queue.
@@ -249,6 +208,7 @@ struct event_loop::impl {
     }
     uv_close(reinterpret_cast<uv_handle_t*>(&async), cb);
     uv_close(reinterpret_cast<uv_handle_t*>(&prepare), cb);
+    uv_close(reinterpret_cast<uv_handle_t*>(&drain), cb);
   }
 
   static void on_external_handle_closed(uv_handle_t* handle) {
@@ -264,7 +224,7 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
   impl& s = *impl_;
   s.owned = external == nullptr;
   if (s.owned) {
-    reaper::reap_finished();
+    loop_reaper::reap_finished();
     if (int rc = uv_loop_init(&s.own); rc != 0) {
       throw std::runtime_error(std::string("uv_loop_init: ") + uv_strerror(rc));
     }
@@ -278,7 +238,10 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
   s.prepare.data = &s;
   uv_prepare_start(&s.prepare, &impl::on_prepare);
   uv_unref(reinterpret_cast<uv_handle_t*>(&s.prepare));
-  s.handles_open = 2;
+  uv_idle_init(s.loop, &s.drain);
+  s.drain.data = &s;
+  uv_unref(reinterpret_cast<uv_handle_t*>(&s.drain));
+  s.handles_open = 3;
   if (!s.owned) return;
   s.thread = std::thread([&s] {
     // The loop thread takes no process signals: they belong to the
@@ -305,7 +268,7 @@ event_loop::~event_loop() {
       self->self_owned = true;
       self->closing_on_loop = true;
       self->close_own_handles(nullptr);
-      reaper::adopt(std::move(self->thread), self->finished);
+      loop_reaper::adopt(std::move(self->thread), self->finished);
       return;
     }
     // External loop, on its thread: close now; the close callbacks run on a
@@ -324,10 +287,11 @@ event_loop::~event_loop() {
     };
     uv_close(reinterpret_cast<uv_handle_t*>(&leaked->async), free_last);
     uv_close(reinterpret_cast<uv_handle_t*>(&leaked->prepare), free_last);
+    uv_close(reinterpret_cast<uv_handle_t*>(&leaked->drain), free_last);
     return;
   }
   if (s.owned) {
-    reaper::reap_finished();
+    loop_reaper::reap_finished();
     post([&s] {
       s.close_own_handles(nullptr);
       // The engine closes its pools before destroying the loop; anything
@@ -362,6 +326,11 @@ void event_loop::post(std::function<void()> fn) {
     if (s.async_closed) return;  // destruction began: nobody will run it
     s.queue.push_back(std::move(fn));
     s.queued.store(s.queue.size(), std::memory_order_seq_cst);
+    if (on_loop_thread()) {
+      // Not closed yet (async_closed is set before the handles close).
+      uv_idle_start(&s.drain, &impl::on_drain);
+      return;
+    }
     // Signalled under the lock so the handle cannot be closed in between.
     if (s.may_sleep.load(std::memory_order_seq_cst)) uv_async_send(&s.async);
   }
