@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
   const lua_script peer_acquire{peer_acquire_source, sha1_hex(peer_acquire_source)};
   const lua_script peer_release{peer_release_source, sha1_hex(peer_release_source)};
   const auto ours_release = [&] {
-    return evalsha(release_script(), {name, line, leases}, {value, "650", channel});
+    // As mutex_state sends it: value, "0" (a release, not an undo), channel.
+    return evalsha(release_script(), {name, line, leases}, {value, "0", channel});
   };
 
   std::string acquire, release;
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
     release = ours_release();
   } else if (workload == "script") {
     acquire = evalsha(acquire_script(), {name, record_key, line, leases},
-                      {value, expiry, "1700000000000000", "2400", "0", "650"});
+                      {value, expiry, "1700000000000000", "2400", "0", "1700000000000000", channel});
     release = ours_release();
   } else if (argc == 6 && workload == "peer") {
     acquire = evalsha(peer_acquire, {name}, {value, expiry}),
