@@ -128,10 +128,11 @@ class acquisition final : public mutex_operation, public release_listener::waite
     line_->on_attempt_sent();
     attempt_start_ = clock::now();
     in_round_ = true;
-    round_spec spec = mutex_round(*st_, line_->call_for(0), classify_acquire);
+    round_spec spec = mutex_round_without_sender(*st_, classify_acquire);
     spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, node_pool& pool,
                                                            command_callback done) {
       acquisition& a = *self;
+      a.line_->on_script_sent(i);
       send_script(a.eng_.script_mode(), pool, a.st_->route, a.line_->call_for(i), a.st_->timeout,
                   std::move(done), wanted);
     };
@@ -195,6 +196,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
         if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
             left <= microseconds::zero())
           return done(std::move(r));
+        a.line_->on_script_sent(i);
         send_script(
             a.eng_.script_mode(), pool, a.st_->route, a.line_->call_for(i), left,
             [first = r.latency, done = std::move(done)](command_result&& joined) {

@@ -16,8 +16,13 @@ round_sender script_sender(const mutex_state& st, const script_call& call, fallb
 
 round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify,
                        fallback_wanted wanted) {
-  round_spec spec;
+  round_spec spec = mutex_round_without_sender(st, classify);
   spec.send = script_sender(st, call, std::move(wanted));
+  return spec;
+}
+
+round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classify) {
+  round_spec spec;
   spec.classify = classify;
   spec.quorum = st.eng.quorum();
   spec.fail_fast = st.opts.fail_fast;

@@ -25,6 +25,8 @@ round_sender script_sender(const mutex_state& st, const script_call& call, fallb
 // A round whose script may SET the lock key passes `wanted` (script_call.hpp).
 round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify,
                        fallback_wanted wanted = {});
+// The same round without its `send`, for a caller that sends per node.
+round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classify);
 
 // The round that releases the current value (st.release_call), sent once.
 round_spec release_round(const mutex_state& st);

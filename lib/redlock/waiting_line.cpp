@@ -45,33 +45,36 @@ milliseconds waiting_line::prepare_attempt(milliseconds until_try, bool final_tr
   planned_wait_ = first_ ? std::min(until_try, st_.head_refresh)
                          : std::clamp(until_try, behind_refresh_min, behind_refresh_max);
   joins_ = waits_ && reaches_quorum_ && !final_try;
-  const bool joins = joins_;
   // The lease covers the gap until our next attempt refreshes it.
   const auto lease = 2 * planned_wait_ + duration_cast<milliseconds>(st_.timeout) + lease_slack;
-  const std::string lease_ms = std::to_string(lease.count());
+  lease_ms_ = std::to_string(lease.count());
   next_arrival_ = fresh_arrival();
-  std::vector<std::string_view> args{value_,   st_.expiry_ms,     arrival_,
-                                     lease_ms, joins ? "1" : "0", next_arrival_};
-  args.insert(args.end(), st_.channels.begin(), st_.channels.end());
-  join_call_ = make_script_call(acquire_script(), st_.acquire_keys, args);
+  // Encoded when a node is first sent the script (call_for): a first
+  // attempt the transaction wins everywhere never needs it.
+  join_call_ = {};
   stay_call_ = {};
-  if (joins && std::find(places_.begin(), places_.end(), place::in) != places_.end()) {
-    args[4] = "2";
-    stay_call_ = make_script_call(acquire_script(), st_.acquire_keys, args);
-  }
   return planned_wait_;
 }
 
-const script_call& waiting_line::call_for(std::size_t i) const {
-  return places_[i] == place::in && stay_call_ ? stay_call_ : join_call_;
+const script_call& waiting_line::call_for(std::size_t i) {
+  const bool stays = joins_ && places_[i] == place::in;
+  script_call& call = stays ? stay_call_ : join_call_;
+  if (!call) {
+    std::vector<std::string_view> args{
+        value_, st_.expiry_ms, arrival_, lease_ms_, stays ? "2" : joins_ ? "1" : "0", next_arrival_};
+    args.insert(args.end(), st_.channels.begin(), st_.channels.end());
+    call = make_script_call(acquire_script(), st_.acquire_keys, args);
+  }
+  return call;
+}
+
+void waiting_line::on_script_sent(std::size_t i) {
+  if (joins_ && places_[i] == place::out) places_[i] = place::maybe;
 }
 
 void waiting_line::on_attempt_sent() {
   std::fill(open_.begin(), open_.end(), false);
-  if (!joins_) return;
-  ++*joins_sent_;
-  for (auto& p : places_)
-    if (p == place::out) p = place::maybe;
+  if (joins_) ++*joins_sent_;
 }
 
 void waiting_line::on_won(std::size_t i, bool in_line) {

@@ -42,9 +42,13 @@ class waiting_line {
   // follows, so this one does not join the line. Returns the wait after
   // this attempt that its lease covers (wait_after() never exceeds it).
   std::chrono::milliseconds prepare_attempt(std::chrono::milliseconds until_try, bool final_try);
-  // The acquire call for node i in this attempt.
-  const script_call& call_for(std::size_t i) const;
-  // The attempt was sent: every node it asked to join may have us now.
+  // The acquire call for node i in this attempt (encoded on first use).
+  const script_call& call_for(std::size_t i);
+  // The attempt's script went to node i: if it asks to join, node i may
+  // have us in line now (a node sent only the transaction never does:
+  // fast_acquire.hpp).
+  void on_script_sent(std::size_t i);
+  // The attempt was sent (before any on_script_sent of it).
   void on_attempt_sent();
   // Node i said yes; `in_line`: the answer's in-line flag.
   void on_won(std::size_t i, bool in_line);
@@ -87,8 +91,9 @@ class waiting_line {
   std::string next_arrival_;
   std::vector<place> places_;  // per node
   std::vector<bool> open_;     // per node: named us, or gave the name back to us
-  script_call join_call_;      // "1" (or "0": not waiting)
-  script_call stay_call_;      // "2", where we are in line
+  std::string lease_ms_;       // this attempt's lease
+  script_call join_call_;      // "1" (or "0": not waiting); empty until needed
+  script_call stay_call_;      // "2", where we are in line; empty until needed
   std::chrono::milliseconds planned_wait_{0};
   bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
   bool joins_ = false;          // the prepared attempt joins (or stays in) the line
