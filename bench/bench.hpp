@@ -38,6 +38,10 @@ struct config {
   int tries = 0;
   // degraded: a label for the cluster state ("2 stopped", ...).
   std::string label;
+  // cycle: which cycles to time, the default one (waits for every node)
+  // and the fail_fast one; one alone when counting its system calls.
+  bool cycle_default = true;
+  bool cycle_fail_fast = true;
   std::vector<int> lockers{1, 16, 64, 256};
   std::vector<int> contenders{2, 8, 32};
   // contention: processes per point, and the contender program (default:

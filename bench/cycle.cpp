@@ -21,7 +21,7 @@ json run_cycle(const config& cfg) {
   samples acquire, release, cycle;
   for (auto* s : {&acquire, &release, &cycle}) s->reserve(static_cast<std::size_t>(cfg.iterations));
   int failures = 0;
-  for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
+  for (int i = 0; cfg.cycle_default && i < cfg.warmup + cfg.iterations; ++i) {
     if (i == cfg.warmup) {
       cpu.start();
       precise.start();
@@ -37,14 +37,31 @@ json run_cycle(const config& cfg) {
     release.add(t2 - t1);
     cycle.add(t2 - t0);
   }
+  if (!cfg.cycle_default) {  // nothing measured: empty figures, not a probe never started
+    cpu.start();
+    precise.start();
+  }
   const json exact = precise.stop(static_cast<std::size_t>(cfg.iterations));
   const json usage = cpu.stop(static_cast<std::size_t>(cfg.iterations));
+  // The same cycle with fail_fast: each call returns once a quorum has
+  // answered, which is what node-redlock always does.
+  auto fast = rs.new_mutex(unique_name("cycle-fail-fast"), {.fail_fast = true});
+  samples fast_cycle;
+  fast_cycle.reserve(static_cast<std::size_t>(cfg.iterations));
+  for (int i = 0; cfg.cycle_fail_fast && i < cfg.warmup + cfg.iterations; ++i) {
+    const auto t0 = clock::now();
+    const auto l = fast.lock(redsync::context{});
+    const auto u = fast.unlock(redsync::context{});
+    if (!l || !u) ++failures;
+    if (i >= cfg.warmup) fast_cycle.add(clock::now() - t0);
+  }
   json j;
   j.object("cpu", usage)
       .object("cpu_precise", exact)
       .object("acquire", acquire.summary())
       .object("release", release.summary())
       .object("cycle", cycle.summary())
+      .object("cycle_fail_fast", fast_cycle.summary())
       .integer("failures", failures);
   return j;
 }

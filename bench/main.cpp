@@ -44,6 +44,8 @@ const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --locks N            memory: locks held at once (default 10000)
   --tries N            failed_lock: tries (default: the library's, 32)
   --label TEXT         degraded: what state the cluster is in
+  --cycle-modes LIST   cycle: default,fail_fast (default both; one alone
+                       to count its system calls)
   --json               print one JSON object on stdout (the only output format)
 )";
 
@@ -101,6 +103,18 @@ int main(int argc, char** argv) {
         cfg.tries = std::stoi(std::string(value()));
       } else if (a == "--label") {
         cfg.label = value();
+      } else if (a == "--cycle-modes") {
+        cfg.cycle_default = cfg.cycle_fail_fast = false;
+        for (const auto& mode : split(value())) {
+          if (mode == "default") {
+            cfg.cycle_default = true;
+          } else if (mode == "fail_fast") {
+            cfg.cycle_fail_fast = true;
+          } else {
+            throw std::invalid_argument(
+                fmt::format("--cycle-modes: unknown mode '{}' (default, fail_fast)", mode));
+          }
+        }
       } else if (a == "--json") {
         // The output is always one JSON object; the flag is accepted for clarity.
       } else if (a == "--help" || a == "-h") {
