@@ -6,6 +6,8 @@
 #include "transport/event_loop.hpp"
 #include "transport/node_pool.hpp"
 
+#include <poll.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <atomic>
@@ -514,6 +516,57 @@ TEST_CASE("posts racing the loop on its way to sleep all run: none waits for ano
   }
   for (auto& p : posters) p.join();
   CHECK(late.load() == 0);
+}
+
+TEST_CASE("an application loop polled on its backend fd and run with UV_RUN_NOWAIT wakes for every post") {
+  // libuv's embedding pattern (uv_backend_fd): the application sleeps in its
+  // own poll on the loop's fd and calls uv_run(UV_RUN_NOWAIT) when it is
+  // readable. The loop passes no prepare callback between that run and the
+  // application's sleep, so a post must make the fd readable whatever the
+  // last run did: a task that waits for an unrelated event strands a
+  // blocking caller.
+  uv_loop_t uvl;
+  REQUIRE(uv_loop_init(&uvl) == 0);
+  int nudge[2];
+  REQUIRE(::pipe(nudge) == 0);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> finishing{false};
+  std::thread app;
+  int stranded = 0;
+  {
+    event_loop loop(&uvl);  // before the loop runs
+    app = std::thread([&] {
+      while (!stop.load()) {
+        uv_run(&uvl, UV_RUN_NOWAIT);
+        pollfd fds[2] = {{uv_backend_fd(&uvl), POLLIN, 0}, {nudge[0], POLLIN, 0}};
+        const int timeout = finishing.load() ? 10 : uv_backend_timeout(&uvl);
+        if (::poll(fds, 2, timeout) > 0 && (fds[1].revents & POLLIN) != 0) {
+          char c;
+          (void)::read(nudge[0], &c, 1);
+        }
+      }
+    });
+    for (int i = 0; i < 5; ++i) {
+      auto ran = std::make_shared<std::promise<void>>();
+      auto f = ran->get_future();
+      loop.post([ran] { ran->set_value(); });
+      if (f.wait_for(2s) != std::future_status::ready) {
+        ++stranded;
+        (void)::write(nudge[1], "x", 1);  // an unrelated event: the next run finds the task
+        f.wait();
+      }
+    }
+    finishing.store(true);  // the destructor's own post must not be stranded
+    (void)::write(nudge[1], "x", 1);
+  }
+  stop.store(true);
+  (void)::write(nudge[1], "x", 1);
+  app.join();
+  CHECK(stranded == 0);
+  uv_run(&uvl, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&uvl) == 0);
+  ::close(nudge[0]);
+  ::close(nudge[1]);
 }
 
 TEST_SUITE_END();
