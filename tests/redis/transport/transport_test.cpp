@@ -569,4 +569,44 @@ TEST_CASE("an application loop polled on its backend fd and run with UV_RUN_NOWA
   ::close(nudge[1]);
 }
 
+TEST_CASE("tasks that keep posting from the loop thread let the loop turn: timers and I/O are not starved") {
+  // A callback that retries at once (an operation answered without I/O, a
+  // report "on the next loop turn") posts from the loop thread. The loop must
+  // still reach its timers and sockets between such tasks, as it does
+  // between wake-ups: a lock's extension timer or a reply must not wait for
+  // the application to stop posting.
+  event_loop loop(nullptr);
+  struct chain {
+    event_loop* loop;
+    std::atomic<bool> timer_fired{false};
+    steady_clock::time_point give_up;
+    std::promise<void> stopped;
+    int tasks = 0;
+    void step() {
+      ++tasks;
+      if (timer_fired.load() || steady_clock::now() >= give_up) {
+        stopped.set_value();
+        return;
+      }
+      loop->post([this] { step(); });
+    }
+  } c;
+  c.loop = &loop;
+  uv_timer_t timer;
+  const auto start = steady_clock::now();
+  c.give_up = start + 3s;
+  loop.run_sync([&] {
+    uv_timer_init(loop.loop(), &timer);
+    timer.data = &c;
+    uv_timer_start(
+        &timer, [](uv_timer_t* t) { static_cast<chain*>(t->data)->timer_fired.store(true); }, 1, 0);
+    loop.post([&c] { c.step(); });
+  });
+  c.stopped.get_future().wait();
+  const auto took = steady_clock::now() - start;
+  CHECK(c.timer_fired.load());
+  CHECK(took < 1s);
+  loop.run_sync([&] { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); });
+}
+
 TEST_SUITE_END();
