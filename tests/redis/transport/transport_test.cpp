@@ -609,4 +609,51 @@ TEST_CASE("tasks that keep posting from the loop thread let the loop turn: timer
   loop.run_sync([&] { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); });
 }
 
+TEST_CASE("an external loop run by one thread, then by another, leaves no freed connection to the first") {
+  // libuv lets an application run its loop from one thread, then (after
+  // handing it over) from another. A command sent from a reply's callback is
+  // listed for write_queued() on the thread that ran that callback; if
+  // another thread writes it (the idle handle) and the connection is then
+  // closed and freed, the first thread's list still names it, and its next
+  // loop's prepare reads the freed connection (ASan: heap-use-after-free).
+  redis_server server;
+  uv_loop_t first;
+  REQUIRE(uv_loop_init(&first) == 0);
+  auto events = std::make_unique<event_loop>(&first);
+  auto pool = std::make_unique<node_pool>(&first, tcp_node(server), redsync_options{});
+  bool followed = false;
+  bool answered = false;
+  events->post([&] {
+    pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) {
+      pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) { answered = true; });
+      followed = true;  // the second PING is listed on this thread, not yet written
+    });
+  });
+  const auto bound = steady_clock::now() + 5s;
+  while (!followed && steady_clock::now() < bound) uv_run(&first, UV_RUN_ONCE);
+  REQUIRE(followed);
+  std::thread other([&] {
+    while (!answered && steady_clock::now() < bound) uv_run(&first, UV_RUN_ONCE);
+    bool closed = false;
+    pool->close([&] { closed = true; });
+    while (!closed) uv_run(&first, UV_RUN_ONCE);
+    pool.reset();    // the connection is freed
+    events.reset();  // on the loop's thread: closes its handles
+    uv_run(&first, UV_RUN_DEFAULT);
+  });
+  other.join();
+  CHECK(answered);
+  CHECK(uv_loop_close(&first) == 0);
+  // This thread runs a loop again: its prepare callback writes what this
+  // thread's list names.
+  uv_loop_t second;
+  REQUIRE(uv_loop_init(&second) == 0);
+  {
+    event_loop again(&second);
+    uv_run(&second, UV_RUN_NOWAIT);
+  }
+  uv_run(&second, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&second) == 0);
+}
+
 TEST_SUITE_END();
