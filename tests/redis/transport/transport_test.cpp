@@ -656,4 +656,61 @@ TEST_CASE("an external loop run by one thread, then by another, leaves no freed 
   CHECK(uv_loop_close(&second) == 0);
 }
 
+namespace {
+
+// Sends once more on its pool from a thread_local destructor that runs after
+// the library's own thread_locals of that thread were destroyed, then runs
+// the loop until the reply and closes everything.
+struct last_words {
+  uv_loop_t* loop = nullptr;
+  std::unique_ptr<event_loop> events;
+  std::unique_ptr<node_pool> pool;
+  bool* answered = nullptr;
+  ~last_words() {
+    if (!pool) return;
+    bool* done = answered;
+    pool->send(0, encode_command({"PING"}), 2s, [done](command_result&& r) { *done = is_ok(r); });
+    const auto bound = steady_clock::now() + 5s;
+    while (!*done && steady_clock::now() < bound) uv_run(loop, UV_RUN_ONCE);
+    bool closed = false;
+    pool->close([&] { closed = true; });
+    while (!closed) uv_run(loop, UV_RUN_ONCE);
+    pool.reset();
+    events.reset();
+    uv_run(loop, UV_RUN_DEFAULT);
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a command sent on the loop's thread while that thread exits is written, and nothing freed is touched") {
+  // A Redsync destroyed on its loop thread sends the releases it owes. That
+  // thread may be exiting: its thread_locals are destroyed in reverse order
+  // of construction (and on the main thread, exit() destroys them before
+  // static destructors and atexit handlers run). The write list, a
+  // thread_local made when the first command was sent, is gone by then.
+  redis_server server;
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  bool answered = false;
+  std::thread t([&] {
+    thread_local last_words words;  // made before the library's write list
+    words.loop = &loop;
+    words.answered = &answered;
+    words.events = std::make_unique<event_loop>(&loop);
+    words.pool = std::make_unique<node_pool>(&loop, tcp_node(server), redsync_options{});
+    // Twice: the second, sent while connected, is listed for writing.
+    for (int i = 0; i < 2; ++i) {
+      bool warm = false;
+      words.pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) { warm = true; });
+      const auto bound = steady_clock::now() + 5s;
+      while (!warm && steady_clock::now() < bound) uv_run(&loop, UV_RUN_ONCE);
+    }
+  });
+  t.join();
+  CHECK(answered);
+  CHECK(uv_loop_close(&loop) == 0);
+}
+
 TEST_SUITE_END();
