@@ -24,21 +24,31 @@ long long to_ms(microseconds d) {
   return (d.count() + 999) / 1000;
 }
 
+// Set when the list below is destroyed: the thread exits (on the main
+// thread, exit() destroys it before static destructors and atexit handlers,
+// which may still send). The idle handle alone writes what is sent later.
+// Trivially destructible, so readable all along.
+thread_local bool writers_gone = false;
+
 // Connections of this thread's loop with commands queued since their last
 // write (see write_queued). Only the loop's thread touches it; a thread runs
 // one loop at a time, so this is that loop's list.
-thread_local std::vector<connection*> queued_writers;
+struct writer_list {
+  std::vector<connection*> items;
+  ~writer_list() { writers_gone = true; }
+};
+thread_local writer_list queued_writers;
 
 }  // namespace
 
 void connection::write_queued() {
-  if (queued_writers.empty()) return;
+  if (writers_gone || queued_writers.items.empty()) return;
   // Swapped out: a flush may run callbacks (a dropped connection fails its
   // commands) that queue more. Every connection listed stays alive meanwhile
   // (it is freed only from its handles' close callbacks, on a later turn of
   // the loop), and one that was closed took itself off the list.
   std::vector<connection*> batch;
-  batch.swap(queued_writers);
+  batch.swap(queued_writers.items);
   for (connection* c : batch) {
     if (!c->write_listed_) continue;
     c->write_listed_ = false;
@@ -46,16 +56,16 @@ void connection::write_queued() {
     c->flush();
   }
   // Keep the capacity for the next batch.
-  if (queued_writers.empty()) {
+  if (queued_writers.items.empty()) {
     batch.clear();
-    queued_writers.swap(batch);
+    queued_writers.items.swap(batch);
   }
 }
 
 void connection::unlist_writer() {
   if (!write_listed_) return;
   write_listed_ = false;
-  std::erase(queued_writers, this);
+  if (!writers_gone) std::erase(queued_writers.items, this);
 }
 
 // ---- sending ----------------------------------------------------------------
@@ -75,8 +85,10 @@ void connection::send(wire_command cmd, microseconds timeout, command_callback d
   // has run (write_queued). Sent from any other callback (a reply's, a
   // timer's), the idle handle writes it before the loop next polls.
   if (state_ == state::connected && !write_listed_) {
-    write_listed_ = true;
-    queued_writers.push_back(this);
+    if (!writers_gone) {
+      write_listed_ = true;
+      queued_writers.items.push_back(this);
+    }
     uv_idle_start(&flush_idle_, &on_flush);
   }
 }

@@ -30,13 +30,12 @@
 //
 // Waking the loop: a post signals the async handle (an eventfd write, then
 // an epoll wake-up and an eventfd read on the loop) only when the loop may
-// be asleep or about to be. The loop clears `may_sleep` while it works and
-// sets it again in its prepare callback, right before it polls, and only
-// then looks at the queue (its count, `queued`) once more. Each side writes
-// its own flag before it reads the other's, all sequentially consistent, so
-// either the poster sees `may_sleep` and signals, or the loop's last look
-// finds the task and runs it before it sleeps. Tasks run that way cost no
-// system call at all.
+// be asleep or about to be. The loop clears `may_sleep` while it works,
+// sets it when done (also before uv_run returns) and then looks at the
+// queue (its count, `queued`) again. Each side writes its own flag before
+// it reads the other's, all sequentially consistent, so either the poster
+// signals or the loop's look finds the task: it signals for it then, or,
+// right before it polls, runs it at once, without a system call.
 //
 // Writing: tasks queue commands on connections; connection::write_queued()
 // writes them all at the end of each batch of tasks, in the same wake-up.
@@ -112,14 +111,36 @@ struct event_loop::impl {
   static void on_async(uv_async_t* handle) {
     auto* self = static_cast<impl*>(handle->data);
     self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-    self->may_sleep.store(false, std::memory_order_relaxed);
+    self->run_queued();
+  }
+
+  // Runs the tasks queued (one batch: what they post waits for the next
+  // turn of the loop, so a chain of tasks posting tasks starves no timer or
+  // socket), unless the handles are closing.
+  void run_queued() {
     std::vector<std::function<void()>> batch;
     {
-      std::lock_guard lock(self->mutex);
-      batch.swap(self->queue);
-      self->queued.store(0, std::memory_order_relaxed);
+      // The poster that counted a task may still hold the mutex (it signals
+      // under it): wait for it without a futex round trip of our own, since
+      // it is about to let go.
+      std::unique_lock lock(mutex, std::try_to_lock);
+      for (int spins = 0; !lock.owns_lock() && spins < 256; ++spins) {
+        cpu_relax();
+        lock.try_lock();
+      }
+      if (!lock.owns_lock()) lock.lock();
+      if (queue.empty() || async_closed || closing_on_loop) return;
+      may_sleep.store(false, std::memory_order_relaxed);
+      batch.swap(queue);
+      queued.store(0, std::memory_order_relaxed);
     }
-    self->run_batch(batch);
+    run_batch(batch);
+    // Done: may_sleep set before this callback (and uv_run) returns, and the
+    // tasks posted meanwhile, unsignalled, signalled now. As in post().
+    may_sleep.store(true, std::memory_order_seq_cst);
+    if (queued.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard lock(mutex);
+    if (!queue.empty() && !async_closed) uv_async_send(&async);
   }
 
   // Runs one batch of tasks, then writes what they queued. Tasks posted
@@ -163,31 +184,11 @@ struct event_loop::impl {
     auto* self = static_cast<impl*>(handle->data);
     self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
     connection::write_queued();  // commands queued by callbacks other than tasks
-    std::vector<std::function<void()>> batch;
-    for (;;) {
-      // Sequentially consistent, as the poster's two accesses in post():
-      // either this load sees its task counted, or its load of may_sleep
-      // sees this store and it signals.
-      self->may_sleep.store(true, std::memory_order_seq_cst);
-      if (self->queued.load(std::memory_order_seq_cst) == 0) return;
-      {
-        // The poster that counted the task may still hold the mutex (it
-        // signals under it): wait for it without a futex round trip of our
-        // own, since it is about to let go.
-        std::unique_lock lock(self->mutex, std::try_to_lock);
-        for (int spins = 0; !lock.owns_lock() && spins < 256; ++spins) {
-          cpu_relax();
-          lock.try_lock();
-        }
-        if (!lock.owns_lock()) lock.lock();
-        if (self->queue.empty() || self->async_closed || self->closing_on_loop) return;
-        self->may_sleep.store(false, std::memory_order_relaxed);
-        batch.swap(self->queue);
-        self->queued.store(0, std::memory_order_relaxed);
-      }
-      self->run_batch(batch);
-      batch.clear();
-    }
+    // Sequentially consistent, as the poster's two accesses in post():
+    // either this load sees its task counted, or its load of may_sleep
+    // sees this store and it signals.
+    self->may_sleep.store(true, std::memory_order_seq_cst);
+    if (self->queued.load(std::memory_order_seq_cst) != 0) self->run_queued();
   }
 
   // Self-owned: the pools have drained and uv_run returned. Closes what is

@@ -91,6 +91,13 @@ namespace {
 // zeroed, that is empty, and draws fresh bytes instead of repeating its
 // parent's values. Where the kernel cannot wipe on fork (before Linux
 // 4.14), nothing is buffered. Bytes are zeroed as they are handed out.
+//
+// Set when the thread's pool is destroyed: a value made after that (by a
+// thread_local destroyed later, or on the main thread by a static destructor
+// or an atexit handler, which run after its thread_locals) is drawn
+// straight from the OS. Trivially destructible, so readable all along.
+thread_local bool pool_destroyed = false;
+
 class random_pool {
  public:
   random_pool() {
@@ -103,6 +110,7 @@ class random_pool {
     page_ = static_cast<page*>(p);
   }
   ~random_pool() {
+    pool_destroyed = true;
     if (page_ != nullptr) ::munmap(page_, page_size);
   }
   random_pool(const random_pool&) = delete;
@@ -133,9 +141,13 @@ class random_pool {
 }  // namespace
 
 std::string random_value() {
-  thread_local random_pool pool;
   std::array<unsigned char, 16> bytes{};
-  pool.take(bytes);
+  if (pool_destroyed) {
+    fill_random(bytes);
+  } else {
+    thread_local random_pool pool;
+    pool.take(bytes);
+  }
   return base64_encode(bytes);
 }
 

@@ -6,6 +6,8 @@
 #include "transport/event_loop.hpp"
 #include "transport/node_pool.hpp"
 
+#include <poll.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <atomic>
@@ -514,6 +516,201 @@ TEST_CASE("posts racing the loop on its way to sleep all run: none waits for ano
   }
   for (auto& p : posters) p.join();
   CHECK(late.load() == 0);
+}
+
+TEST_CASE("an application loop polled on its backend fd and run with UV_RUN_NOWAIT wakes for every post") {
+  // libuv's embedding pattern (uv_backend_fd): the application sleeps in its
+  // own poll on the loop's fd and calls uv_run(UV_RUN_NOWAIT) when it is
+  // readable. The loop passes no prepare callback between that run and the
+  // application's sleep, so a post must make the fd readable whatever the
+  // last run did: a task that waits for an unrelated event strands a
+  // blocking caller.
+  uv_loop_t uvl;
+  REQUIRE(uv_loop_init(&uvl) == 0);
+  int nudge[2];
+  REQUIRE(::pipe(nudge) == 0);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> finishing{false};
+  std::thread app;
+  int stranded = 0;
+  {
+    event_loop loop(&uvl);  // before the loop runs
+    app = std::thread([&] {
+      while (!stop.load()) {
+        uv_run(&uvl, UV_RUN_NOWAIT);
+        pollfd fds[2] = {{uv_backend_fd(&uvl), POLLIN, 0}, {nudge[0], POLLIN, 0}};
+        const int timeout = finishing.load() ? 10 : uv_backend_timeout(&uvl);
+        if (::poll(fds, 2, timeout) > 0 && (fds[1].revents & POLLIN) != 0) {
+          char c;
+          (void)::read(nudge[0], &c, 1);
+        }
+      }
+    });
+    for (int i = 0; i < 5; ++i) {
+      auto ran = std::make_shared<std::promise<void>>();
+      auto f = ran->get_future();
+      loop.post([ran] { ran->set_value(); });
+      if (f.wait_for(2s) != std::future_status::ready) {
+        ++stranded;
+        (void)::write(nudge[1], "x", 1);  // an unrelated event: the next run finds the task
+        f.wait();
+      }
+    }
+    finishing.store(true);  // the destructor's own post must not be stranded
+    (void)::write(nudge[1], "x", 1);
+  }
+  stop.store(true);
+  (void)::write(nudge[1], "x", 1);
+  app.join();
+  CHECK(stranded == 0);
+  uv_run(&uvl, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&uvl) == 0);
+  ::close(nudge[0]);
+  ::close(nudge[1]);
+}
+
+TEST_CASE("tasks that keep posting from the loop thread let the loop turn: timers and I/O are not starved") {
+  // A callback that retries at once (an operation answered without I/O, a
+  // report "on the next loop turn") posts from the loop thread. The loop must
+  // still reach its timers and sockets between such tasks, as it does
+  // between wake-ups: a lock's extension timer or a reply must not wait for
+  // the application to stop posting.
+  event_loop loop(nullptr);
+  struct chain {
+    event_loop* loop;
+    std::atomic<bool> timer_fired{false};
+    steady_clock::time_point give_up;
+    std::promise<void> stopped;
+    int tasks = 0;
+    void step() {
+      ++tasks;
+      if (timer_fired.load() || steady_clock::now() >= give_up) {
+        stopped.set_value();
+        return;
+      }
+      loop->post([this] { step(); });
+    }
+  } c;
+  c.loop = &loop;
+  uv_timer_t timer;
+  const auto start = steady_clock::now();
+  c.give_up = start + 3s;
+  loop.run_sync([&] {
+    uv_timer_init(loop.loop(), &timer);
+    timer.data = &c;
+    uv_timer_start(
+        &timer, [](uv_timer_t* t) { static_cast<chain*>(t->data)->timer_fired.store(true); }, 1, 0);
+    loop.post([&c] { c.step(); });
+  });
+  c.stopped.get_future().wait();
+  const auto took = steady_clock::now() - start;
+  CHECK(c.timer_fired.load());
+  CHECK(took < 1s);
+  loop.run_sync([&] { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); });
+}
+
+TEST_CASE("an external loop run by one thread, then by another, leaves no freed connection to the first") {
+  // libuv lets an application run its loop from one thread, then (after
+  // handing it over) from another. A command sent from a reply's callback is
+  // listed for write_queued() on the thread that ran that callback; if
+  // another thread writes it (the idle handle) and the connection is then
+  // closed and freed, the first thread's list still names it, and its next
+  // loop's prepare reads the freed connection (ASan: heap-use-after-free).
+  redis_server server;
+  uv_loop_t first;
+  REQUIRE(uv_loop_init(&first) == 0);
+  auto events = std::make_unique<event_loop>(&first);
+  auto pool = std::make_unique<node_pool>(&first, tcp_node(server), redsync_options{});
+  bool followed = false;
+  bool answered = false;
+  events->post([&] {
+    pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) {
+      pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) { answered = true; });
+      followed = true;  // the second PING is listed on this thread, not yet written
+    });
+  });
+  const auto bound = steady_clock::now() + 5s;
+  while (!followed && steady_clock::now() < bound) uv_run(&first, UV_RUN_ONCE);
+  REQUIRE(followed);
+  std::thread other([&] {
+    while (!answered && steady_clock::now() < bound) uv_run(&first, UV_RUN_ONCE);
+    bool closed = false;
+    pool->close([&] { closed = true; });
+    while (!closed) uv_run(&first, UV_RUN_ONCE);
+    pool.reset();    // the connection is freed
+    events.reset();  // on the loop's thread: closes its handles
+    uv_run(&first, UV_RUN_DEFAULT);
+  });
+  other.join();
+  CHECK(answered);
+  CHECK(uv_loop_close(&first) == 0);
+  // This thread runs a loop again: its prepare callback writes what this
+  // thread's list names.
+  uv_loop_t second;
+  REQUIRE(uv_loop_init(&second) == 0);
+  {
+    event_loop again(&second);
+    uv_run(&second, UV_RUN_NOWAIT);
+  }
+  uv_run(&second, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&second) == 0);
+}
+
+namespace {
+
+// Sends once more on its pool from a thread_local destructor that runs after
+// the library's own thread_locals of that thread were destroyed, then runs
+// the loop until the reply and closes everything.
+struct last_words {
+  uv_loop_t* loop = nullptr;
+  std::unique_ptr<event_loop> events;
+  std::unique_ptr<node_pool> pool;
+  bool* answered = nullptr;
+  ~last_words() {
+    if (!pool) return;
+    bool* done = answered;
+    pool->send(0, encode_command({"PING"}), 2s, [done](command_result&& r) { *done = is_ok(r); });
+    const auto bound = steady_clock::now() + 5s;
+    while (!*done && steady_clock::now() < bound) uv_run(loop, UV_RUN_ONCE);
+    bool closed = false;
+    pool->close([&] { closed = true; });
+    while (!closed) uv_run(loop, UV_RUN_ONCE);
+    pool.reset();
+    events.reset();
+    uv_run(loop, UV_RUN_DEFAULT);
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a command sent on the loop's thread while that thread exits is written, and nothing freed is touched") {
+  // A Redsync destroyed on its loop thread sends the releases it owes. That
+  // thread may be exiting: its thread_locals are destroyed in reverse order
+  // of construction (and on the main thread, exit() destroys them before
+  // static destructors and atexit handlers run). The write list, a
+  // thread_local made when the first command was sent, is gone by then.
+  redis_server server;
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  bool answered = false;
+  std::thread t([&] {
+    thread_local last_words words;  // made before the library's write list
+    words.loop = &loop;
+    words.answered = &answered;
+    words.events = std::make_unique<event_loop>(&loop);
+    words.pool = std::make_unique<node_pool>(&loop, tcp_node(server), redsync_options{});
+    // Twice: the second, sent while connected, is listed for writing.
+    for (int i = 0; i < 2; ++i) {
+      bool warm = false;
+      words.pool->send(0, encode_command({"PING"}), 2s, [&](command_result&&) { warm = true; });
+      const auto bound = steady_clock::now() + 5s;
+      while (!warm && steady_clock::now() < bound) uv_run(&loop, UV_RUN_ONCE);
+    }
+  });
+  t.join();
+  CHECK(answered);
+  CHECK(uv_loop_close(&loop) == 0);
 }
 
 TEST_SUITE_END();

@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -118,4 +120,40 @@ TEST_CASE("a forked child never repeats its parent's next values (the buffered r
     seen.insert(from_child.substr(i * 24, 24));
   }
   CHECK(seen.size() == 16);
+}
+
+namespace {
+
+// Set by the destructor of a thread_local made before the thread's first
+// lock value, so destroyed after that thread's buffer of random bytes.
+std::string made_at_thread_exit;
+
+struct makes_a_value_at_exit {
+  ~makes_a_value_at_exit() { made_at_thread_exit = random_value(); }
+};
+
+}  // namespace
+
+TEST_CASE("a lock value can still be made while the thread exits (after its buffered bytes are gone)") {
+  // Thread-local destructors run in reverse order of construction: one made
+  // before the thread's first value (an application's session object whose
+  // destructor takes a lock one last time) runs after the buffer's. A fork
+  // keeps a crash from taking the test program with it.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGSEGV, SIG_DFL);  // not the test framework's handler: die of it
+    std::thread t([] {
+      thread_local makes_a_value_at_exit guard;
+      (void)&guard;
+      (void)random_value();
+    });
+    t.join();
+    ::_exit(made_at_thread_exit.size() == 24 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  if (WIFSIGNALED(status)) MESSAGE("the child died of signal " << WTERMSIG(status));
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
