@@ -4,6 +4,7 @@
 #include "transport/connection.hpp"
 
 #include "transport/connection_internals.hpp"
+#include "transport/write_list.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -19,7 +20,7 @@ using std::chrono::microseconds;
 }  // namespace
 
 connection::connection(uv_loop_t* loop, const connection_config& config, connect_listener listener)
-    : loop_(loop), config_(config), listener_(std::move(listener)) {
+    : loop_(loop), config_(config), listener_(std::move(listener)), writes_(write_list::find(loop)) {
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &deadline_timer_);
   uv_idle_init(loop_, &flush_idle_);

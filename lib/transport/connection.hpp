@@ -31,6 +31,7 @@
 namespace redsync::detail {
 
 class tls_context;
+class write_list;
 
 struct connection_config {
   node_options node;
@@ -86,11 +87,9 @@ class connection {
   // `closed`.
   void close(std::vector<command_callback>& orphans, std::function<void()> closed);
 
-  // Writes now what every connection of the calling thread's loop queued
-  // since its last write, instead of when the loop next turns. Loop thread
-  // only; called by the event loop after each batch of posted tasks, so a
-  // fan-out posted from a caller's thread goes out in the same wake-up.
-  static void write_queued();
+  // Writes now what was queued since the last write, if this connection is
+  // on its loop's write_list (which calls this).
+  void write_if_listed();
 
   // Without any byte from the server for this long while commands are
   // outstanding, the connection is considered dead and dropped.
@@ -139,8 +138,8 @@ class connection {
   void arm_deadline_timer();
   void expire(clock::time_point now);
   bool has_outstanding() const noexcept { return !inflight_.empty() || !unsent_.empty(); }
-  // Takes this connection off write_queued()'s list (it was written, dropped
-  // or closed).
+  // Takes this connection off its loop's write_list (it was written,
+  // dropped or closed).
   void unlist_writer();
 
   uv_loop_t* loop_;
@@ -153,7 +152,8 @@ class connection {
   uv_timer_t connect_timer_{};
   uv_timer_t deadline_timer_{};
   uv_idle_t flush_idle_{};
-  bool write_listed_ = false;  // on write_queued()'s list (and flush_idle_ started)
+  bool write_listed_ = false;           // on writes_ (and flush_idle_ started)
+  std::shared_ptr<write_list> writes_;  // its loop's, or null (the idle handle alone writes)
   int own_handles_open_ = 0;
   std::function<void()> closed_;
 

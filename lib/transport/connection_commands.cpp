@@ -5,6 +5,7 @@
 #include "transport/connection.hpp"
 
 #include "transport/connection_internals.hpp"
+#include "transport/write_list.hpp"
 
 #include <fmt/format.h>
 
@@ -24,48 +25,19 @@ long long to_ms(microseconds d) {
   return (d.count() + 999) / 1000;
 }
 
-// Set when the list below is destroyed: the thread exits (on the main
-// thread, exit() destroys it before static destructors and atexit handlers,
-// which may still send). The idle handle alone writes what is sent later.
-// Trivially destructible, so readable all along.
-thread_local bool writers_gone = false;
-
-// Connections of this thread's loop with commands queued since their last
-// write (see write_queued). Only the loop's thread touches it; a thread runs
-// one loop at a time, so this is that loop's list.
-struct writer_list {
-  std::vector<connection*> items;
-  ~writer_list() { writers_gone = true; }
-};
-thread_local writer_list queued_writers;
-
 }  // namespace
 
-void connection::write_queued() {
-  if (writers_gone || queued_writers.items.empty()) return;
-  // Swapped out: a flush may run callbacks (a dropped connection fails its
-  // commands) that queue more. Every connection listed stays alive meanwhile
-  // (it is freed only from its handles' close callbacks, on a later turn of
-  // the loop), and one that was closed took itself off the list.
-  std::vector<connection*> batch;
-  batch.swap(queued_writers.items);
-  for (connection* c : batch) {
-    if (!c->write_listed_) continue;
-    c->write_listed_ = false;
-    uv_idle_stop(&c->flush_idle_);
-    c->flush();
-  }
-  // Keep the capacity for the next batch.
-  if (queued_writers.items.empty()) {
-    batch.clear();
-    queued_writers.items.swap(batch);
-  }
+void connection::write_if_listed() {
+  if (!write_listed_) return;
+  write_listed_ = false;
+  uv_idle_stop(&flush_idle_);
+  flush();
 }
 
 void connection::unlist_writer() {
   if (!write_listed_) return;
   write_listed_ = false;
-  if (!writers_gone) std::erase(queued_writers.items, this);
+  if (writes_) writes_->remove(this);
 }
 
 // ---- sending ----------------------------------------------------------------
@@ -81,14 +53,12 @@ void connection::send(wire_command cmd, microseconds timeout, command_callback d
     uv_timer_start(&deadline_timer_, &on_deadline_timer, static_cast<std::uint64_t>(to_ms(timeout)), 0);
   }
   // Coalesce everything sent during this callback into one write: the event
-  // loop writes the listed connections as soon as its batch of posted tasks
-  // has run (write_queued). Sent from any other callback (a reply's, a
-  // timer's), the idle handle writes it before the loop next polls.
+  // loop writes its listed connections (write_list.hpp) as soon as its
+  // batch of posted tasks has run. Sent from any other callback (a reply's,
+  // a timer's), the idle handle writes it before the loop next polls.
   if (state_ == state::connected && !write_listed_) {
-    if (!writers_gone) {
-      write_listed_ = true;
-      queued_writers.items.push_back(this);
-    }
+    write_listed_ = true;
+    if (writes_) writes_->add(this);
     uv_idle_start(&flush_idle_, &on_flush);
   }
 }

@@ -3,8 +3,8 @@
 
 #include "transport/event_loop.hpp"
 
-#include "transport/connection.hpp"
 #include "transport/loop_reaper.hpp"
+#include "transport/write_list.hpp"
 
 #include <uv.h>
 
@@ -37,7 +37,7 @@
 // signals or the loop's look finds the task: it signals for it then, or,
 // right before it polls, runs it at once, without a system call.
 //
-// Writing: tasks queue commands on connections; connection::write_queued()
+// Writing: tasks queue commands on connections; the loop's write_list
 // writes them all at the end of each batch of tasks, in the same wake-up.
 //
 // Lifetime of the async handle: it is closed on the loop thread by a task
@@ -81,6 +81,8 @@ struct event_loop::impl {
   // next operation): started instead of the async handle, it keeps the loop
   // from sleeping and runs them on its next turn, without an eventfd.
   uv_idle_t drain{};
+  // The loop's connections with commands to write (write_list.hpp).
+  std::shared_ptr<write_list> writes;
   std::thread thread;
   std::atomic<std::thread::id> loop_thread{};
 
@@ -140,7 +142,10 @@ struct event_loop::impl {
     may_sleep.store(true, std::memory_order_seq_cst);
     if (queued.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard lock(mutex);
-    if (!queue.empty() && !async_closed) uv_async_send(&async);
+    // Tasks posted on the loop thread started `drain`, which keeps the loop
+    // from sleeping (uv_backend_timeout() is 0) and runs them next turn.
+    if (!queue.empty() && !async_closed && uv_is_active(reinterpret_cast<uv_handle_t*>(&drain)) == 0)
+      uv_async_send(&async);
   }
 
   // Runs one batch of tasks, then writes what they queued. Tasks posted
@@ -162,28 +167,19 @@ struct event_loop::impl {
         std::terminate();
       }
     }
-    connection::write_queued();
+    writes->write_all();
   }
 
   static void on_drain(uv_idle_t* handle) {
-    auto* self = static_cast<impl*>(handle->data);
     uv_idle_stop(handle);
-    self->may_sleep.store(false, std::memory_order_relaxed);
-    std::vector<std::function<void()>> batch;
-    {
-      std::lock_guard lock(self->mutex);
-      if (self->async_closed || self->closing_on_loop) return;
-      batch.swap(self->queue);
-      self->queued.store(0, std::memory_order_relaxed);
-    }
-    self->run_batch(batch);
+    static_cast<impl*>(handle->data)->run_queued();
   }
 
   // Right before the loop polls (and may sleep): the last look at the queue.
   static void on_prepare(uv_prepare_t* handle) {
     auto* self = static_cast<impl*>(handle->data);
     self->loop_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-    connection::write_queued();  // commands queued by callbacks other than tasks
+    self->writes->write_all();  // commands queued by callbacks other than tasks
     // Sequentially consistent, as the poster's two accesses in post():
     // either this load sees its task counted, or its load of may_sleep
     // sees this store and it signals.
@@ -233,6 +229,7 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
   } else {
     s.loop = external;
   }
+  s.writes = write_list::create(s.loop);
   uv_async_init(s.loop, &s.async, &impl::on_async);
   s.async.data = &s;
   uv_prepare_init(s.loop, &s.prepare);

@@ -612,10 +612,11 @@ TEST_CASE("tasks that keep posting from the loop thread let the loop turn: timer
 TEST_CASE("an external loop run by one thread, then by another, leaves no freed connection to the first") {
   // libuv lets an application run its loop from one thread, then (after
   // handing it over) from another. A command sent from a reply's callback is
-  // listed for write_queued() on the thread that ran that callback; if
-  // another thread writes it (the idle handle) and the connection is then
-  // closed and freed, the first thread's list still names it, and its next
-  // loop's prepare reads the freed connection (ASan: heap-use-after-free).
+  // listed to be written; had that list been the thread's (it once was),
+  // another thread writing it (the idle handle) and then closing and freeing
+  // the connection would leave the first thread's list naming it, and that
+  // thread's next loop would read the freed connection (ASan:
+  // heap-use-after-free). The list is the loop's (write_list.hpp).
   redis_server server;
   uv_loop_t first;
   REQUIRE(uv_loop_init(&first) == 0);
