@@ -3,6 +3,7 @@
 #include "redlock/function_library.hpp"
 
 #include "redlock/scripts.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +25,9 @@ namespace {
 std::string_view flags_of(const lua_script& s) {
   if (&s == &check_script()) return "'no-writes'";
   if (&s == &release_script() || &s == &leave_script() || &s == &extend_script()) return "'allow-oom'";
+  // A semaphore's holder too: its release and extension only remove or
+  // re-score a permit.
+  if (&s == &semaphore_release_script() || &s == &semaphore_extend_script()) return "'allow-oom'";
   return "";
 }
 
