@@ -3,11 +3,11 @@
 
 #include "redlock/permit_operations.hpp"
 
+#include "redlock/bounded_operation.hpp"
 #include "redlock/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/release_sender.hpp"
 #include "redlock/script_answers.hpp"
-#include "redlock/semaphore_operation.hpp"
 
 namespace redsync::detail {
 
@@ -16,10 +16,10 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 
-class permit_operation : public semaphore_operation {
+class permit_operation : public bounded_operation {
  public:
   permit_operation(std::shared_ptr<permit_state> p, context ctx, std::function<void(result)> done)
-      : semaphore_operation(p->sem->eng, std::move(ctx)), p_(std::move(p)), done_(std::move(done)) {}
+      : bounded_operation(p->sem->eng, std::move(ctx)), p_(std::move(p)), done_(std::move(done)) {}
 
  protected:
   std::shared_ptr<permit_operation> self() {
@@ -43,6 +43,10 @@ class release_operation final : public permit_operation {
   using permit_operation::permit_operation;
 
  private:
+  // A release due as the engine shuts down still goes out (the engine
+  // waits for it, up to shutdown_timeout).
+  bool may_start() const override { return eng_.can_send(); }
+
   void start() override {
     if (!let_go()) return finish(errc::not_held);
     round_spec spec = p_->sem->round(p_->release_call, classify_three_way);

@@ -44,11 +44,11 @@ using std::chrono::milliseconds;
 // taking a few nodes each and undoing.
 constexpr milliseconds wake_spread{20};
 
-class semaphore_acquisition final : public semaphore_operation, public release_listener::waiter {
+class semaphore_acquisition final : public bounded_operation, public release_listener::waiter {
  public:
   semaphore_acquisition(std::shared_ptr<semaphore_state> st, bool blocking, context ctx,
                         std::function<void(acquire_result)> done)
-      : semaphore_operation(st->eng, std::move(ctx)),
+      : bounded_operation(st->eng, std::move(ctx)),
         st_(std::move(st)),
         blocking_(blocking),
         done_(std::move(done)) {}

@@ -3,7 +3,7 @@
 // What a Semaphore and its permits point at: the semaphore's configuration
 // (immutable once made, so any thread may read it), and per permit its
 // identity (immutable once granted) and validity (guarded by `mu`).
-// Operations (semaphore_operation.hpp) run on the loop thread.
+// Operations (bounded_operation.hpp) run on the loop thread.
 
 #include "redlock/engine.hpp"
 #include "redlock/round.hpp"

@@ -1,36 +1,41 @@
-// The life of one semaphore or permit operation: submitted from the
-// caller's thread, bounded by its context, finished exactly once.
+// The life of one operation on the loop: submitted from the caller's
+// thread, bounded by its context, finished exactly once.
 
-#include "redlock/semaphore_operation.hpp"
+#include "redlock/bounded_operation.hpp"
 
 namespace redsync::detail {
 
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 
-semaphore_operation::semaphore_operation(engine& eng, context ctx)
+bounded_operation::bounded_operation(engine& eng, context ctx)
     : eng_(eng), ctx_(std::move(ctx)), started_at_(clock::now()) {}
 
 // In that order: once posted, the loop may finish the operation and reset
 // stop_cb_ at any moment, so the caller's thread must be done with it.
-void semaphore_operation::submit() {
+void bounded_operation::submit() {
   auto self = shared_from_this();
   if (ctx_.stop.stop_possible()) stop_cb_.emplace(ctx_.stop, canceller{self, &eng_.loop()});
-  eng_.loop().post([self] { self->begin(); });
+  eng_.loop().post([self] { self->on_posted(); });
 }
 
-void semaphore_operation::canceller::operator()() const {
+void bounded_operation::canceller::operator()() const {
   loop->post([op = op] {
     if (auto o = op.lock()) o->abandon(errc::cancelled);
   });
 }
 
-void semaphore_operation::begin() {
-  if (finished_) return on_late_start();
-  if (eng_.shutting_down() || !eng_.can_send()) return finish(errc::shutting_down);
+void bounded_operation::hold() {
+  if (finished_ || registered_) return;
   self_ = shared_from_this();
   eng_.add_task(this);
   registered_ = true;
+}
+
+void bounded_operation::begin() {
+  if (finished_) return on_late_start();
+  if (!may_start()) return finish(errc::shutting_down);
+  hold();
   if (ctx_.deadline != clock::time_point::max()) {
     deadline_timer_ = loop_timer::create(eng_.loop().loop());
     const auto left = duration_cast<microseconds>(ctx_.deadline - clock::now());
@@ -39,13 +44,13 @@ void semaphore_operation::begin() {
   start();
 }
 
-void semaphore_operation::abandon(errc why) {
+void bounded_operation::abandon(errc why) {
   if (finished_) return;
   on_abandon();
   finish(why);
 }
 
-void semaphore_operation::finish(errc why, std::string reason) {
+void bounded_operation::finish(errc why, std::string reason) {
   if (finished_) return;
   finished_ = true;
   const auto keep_alive = std::move(self_);
