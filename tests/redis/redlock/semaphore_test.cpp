@@ -118,6 +118,16 @@ TEST_SUITE("semaphore") {
     REQUIRE_MESSAGE(b.ok(), b.describe());
     CHECK(a.permit.slot() != b.permit.slot());
     CHECK(a.permit.held());
+    // Both keys live as long as the latest permit, no longer.
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      redis_client cl(c[i]);
+      for (const std::string& key : {"redsync:sem:{" + name + "}", "redsync:sem:{" + name + "}:permits"}) {
+        CAPTURE(key);
+        const long long ttl = cl.pttl(key);
+        CHECK(ttl > 0);
+        CHECK(ttl <= 1000);
+      }
+    }
     auto third = sem.try_acquire({});
     CHECK(third.outcome.is(redsync::errc::busy));
     CHECK_FALSE(third.permit.held());
@@ -189,8 +199,14 @@ TEST_SUITE("semaphore") {
                   refused.describe());
     CHECK_MESSAGE(refused.outcome.reason.find("stores 2") != std::string::npos, refused.describe());
     CHECK(refused.outcome.attempts == 1);  // no retry: the holders' k does not change under it
-    // Once nobody holds it, the new number is taken.
+    // Once nobody holds it, nothing is left on the nodes, and the new
+    // number is taken.
     REQUIRE(held.permit.release({}).ok());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      redis_client cl(c[i]);
+      CHECK_FALSE(cl.exists("redsync:sem:{" + name + "}"));
+      CHECK_FALSE(cl.exists("redsync:sem:{" + name + "}:permits"));
+    }
     auto taken_over = three.try_acquire({});
     CHECK_MESSAGE(taken_over.ok(), taken_over.describe());
   }
@@ -352,6 +368,29 @@ TEST_SUITE("semaphore") {
         [&] {
           again = sem.try_acquire({});
           return again.ok();
+        },
+        10s));
+  }
+
+  TEST_CASE("a restarted node does not vote for a permit until its fencing counter is repaired") {
+    cluster c(3);
+    prime_records(c.uris());
+    c[2].restart();  // forgets its record: its counter may be behind
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    auto sem = rs.new_semaphore(unique_name("sem-trust"), 1, quick({.expiry = 300ms}));
+    REQUIRE(sem.quorum() == 2);
+    auto r = sem.try_acquire({});
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK_MESSAGE(r.outcome.nodes[2].status == redsync::node_status::excluded, r.describe());
+    CHECK(r.outcome.nodes[2].message.find("not verified") != std::string::npos);
+    REQUIRE(r.permit.release({}).ok());
+    // Repaired after the repair delay, it votes again.
+    CHECK(wait_until(
+        [&] {
+          auto again = sem.try_acquire({});
+          const bool votes = again.ok() && again.outcome.nodes[2].status == redsync::node_status::ok;
+          if (again) (void)again.permit.release({});
+          return votes;
         },
         10s));
   }
