@@ -1,8 +1,9 @@
 #pragma once
 
 /// \file
-/// `redsync::Redsync`: the factory for mutexes over N independent Redis
-/// masters. Including this header gives the whole public API.
+/// `redsync::Redsync`: the factory for mutexes and counting semaphores over
+/// N independent Redis masters. Including this header gives the whole
+/// public API.
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
