@@ -7,6 +7,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>
@@ -393,5 +394,34 @@ TEST_SUITE("semaphore") {
           return votes;
         },
         10s));
+  }
+
+  TEST_CASE("N=3, k=2: with the slot rule even a majority could not seat a third holder") {
+    // The counter-example to a majority quorum: holders on {0,1}, {1,2} and
+    // {0,2}. A count alone would grant all three (each node grants 2); the
+    // slot rule refuses the third on either slot. (The quorum is still the
+    // pigeonhole bound, 3 here: README, "Counting semaphores".)
+    cluster c(3);
+    const auto name = unique_name("sem-majority");
+    const auto& script = redsync::detail::semaphore_acquire_script();
+    const auto grant = [&](std::size_t node, const char* member, const char* slot) {
+      redis_client cl(c[node]);
+      const auto r =
+          cl.command({"EVAL", std::string(script.source), "3", "redsync:sem:{" + name + "}",
+                      "redsync:sem:{" + name + "}:permits", "redsync:node", member, slot, "2", "60000"});
+      REQUIRE(r.type == redis_client::reply::kind::array);
+      return r.elements.at(0).integer > 0;
+    };
+    CHECK(grant(0, "0:first", "0"));
+    CHECK(grant(1, "0:first", "0"));
+    CHECK(grant(1, "1:second", "1"));
+    CHECK(grant(2, "1:second", "1"));
+    // Nodes 0 and 2 each hold one permit, below k = 2, yet no slot is free
+    // on both.
+    for (const char* slot : {"0", "1"}) {
+      CAPTURE(slot);
+      const std::string member = std::string(slot) + ":third";
+      CHECK_FALSE((grant(0, member.c_str(), slot) && grant(2, member.c_str(), slot)));
+    }
   }
 }
