@@ -50,8 +50,10 @@ struct semaphore_options {
 /// A permit of a `Semaphore`: granted by a quorum of nodes until `until()`.
 /// Movable, not copyable; an empty permit (default-constructed, moved from,
 /// or from a failed acquisition) holds nothing. Destroying a held permit
-/// releases it in the background (as `~Mutex` does). The `Redsync` must
-/// outlive it.
+/// releases it in the background; destroying the `Redsync` right afterwards
+/// still sends that release and waits for it (up to
+/// `redsync_options::shutdown_timeout`), as for a `Mutex`. The `Redsync`
+/// must outlive the permit.
 ///
 /// **Fencing.** A permit carries a slot in 0..k-1 and a token. At any moment
 /// at most one live permit has a given slot, and every later permit of the

@@ -424,4 +424,20 @@ TEST_SUITE("semaphore") {
       CHECK_FALSE((grant(0, member.c_str(), slot) && grant(2, member.c_str(), slot)));
     }
   }
+
+  TEST_CASE("a permit destroyed right before its Redsync is still released on every node") {
+    cluster c(3);
+    const auto name = unique_name("sem-shutdown");
+    {
+      redsync::Redsync rs(c.uris(), fresh_nodes());
+      auto sem = rs.new_semaphore(name, 1, quick({.expiry = 60s}));
+      auto a = sem.try_acquire({});
+      REQUIRE_MESSAGE(a.ok(), a.describe());
+    }  // a, then sem, then rs
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      CAPTURE(i);
+      redis_client cl(c[i]);
+      CHECK(permits_on(cl, name) == 0);
+    }
+  }
 }
