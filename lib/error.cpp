@@ -29,6 +29,7 @@ class redsync_category final : public std::error_category {
       case errc::would_deadlock: return "blocking call on the loop thread would deadlock";
       case errc::shutting_down: return "Redsync is shutting down";
       case errc::already_held: return "this mutex already holds the lock (mutexes are not reentrant)";
+      case errc::permits_mismatch: return "the nodes store another number of permits for this semaphore";
     }
     return fmt::format("unknown redsync error {}", ev);
   }
@@ -59,6 +60,7 @@ std::string_view to_string(errc e) noexcept {
     case errc::would_deadlock: return "would_deadlock";
     case errc::shutting_down: return "shutting_down";
     case errc::already_held: return "already_held";
+    case errc::permits_mismatch: return "permits_mismatch";
   }
   return "unknown";
 }

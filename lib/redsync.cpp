@@ -3,6 +3,8 @@
 #include "redlock/engine.hpp"
 #include "redlock/mutex_state.hpp"
 #include "redlock/options_check.hpp"
+#include "redlock/semaphore_quorum.hpp"
+#include "redlock/semaphore_state.hpp"
 
 #include <redsync/redsync.hpp>
 
@@ -59,6 +61,15 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
   // the same keys, lines and connection in the same order.
   std::sort(names.begin(), names.end());
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
+}
+
+Semaphore Redsync::new_semaphore(std::string name, int permits, semaphore_options options) {
+  detail::check_semaphore_options(name, options);
+  const std::size_t q = detail::checked_semaphore_quorum(engine_->size(), permits, options.quorum);
+  // The restart guard's window and the repair delay cover the permits' expiry too.
+  engine_->note_expiry(options.expiry);
+  return Semaphore(
+      std::make_shared<detail::semaphore_state>(*engine_, std::move(name), permits, q, std::move(options)));
 }
 
 std::size_t Redsync::node_count() const noexcept {

@@ -56,6 +56,10 @@ enum class errc {
   /// lock/try_lock on a mutex that already holds the lock: mutexes are not
   /// reentrant (see the README).
   already_held,
+  /// A semaphore's acquisition: nodes store another number of permits for
+  /// the name than this `Semaphore` was made with (its holders agreed on
+  /// it); `result::reason` names both numbers.
+  permits_mismatch,
 };
 
 /// The `redsync` error category.

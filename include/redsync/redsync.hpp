@@ -1,8 +1,9 @@
 #pragma once
 
 /// \file
-/// `redsync::Redsync`: the factory for mutexes over N independent Redis
-/// masters. Including this header gives the whole public API.
+/// `redsync::Redsync`: the factory for mutexes and counting semaphores over
+/// N independent Redis masters. Including this header gives the whole
+/// public API.
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>
@@ -12,6 +13,7 @@
 #include <redsync/mutex.hpp>
 #include <redsync/observer.hpp>
 #include <redsync/options.hpp>
+#include <redsync/semaphore.hpp>
 #include <redsync/stats.hpp>
 
 #include <cstddef>
@@ -78,6 +80,13 @@ class REDSYNC_API Redsync {
   /// Throws `config_error` for an empty list, an empty or duplicate name, or
   /// a bad option.
   Mutex new_multi_mutex(std::vector<std::string> names, mutex_options options = {});
+
+  /// A counting semaphore of `permits` (k) permits over these nodes
+  /// (semaphore.hpp). Throws `config_error` for an empty name, permits
+  /// outside 1..1024, a bad option, or a `semaphore_options::quorum` below
+  /// the safe bound floor(k*N/(k+1)) + 1 or above N (the message names the
+  /// value and the bound).
+  Semaphore new_semaphore(std::string name, int permits, semaphore_options options = {});
 
   /// Number of nodes, N.
   std::size_t node_count() const noexcept;

@@ -31,16 +31,6 @@ using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// Why an attempt failed. "busy" means the other holders are what stood in
-// the way: the nodes that failed or were left out could not have made up
-// the quorum on their own.
-errc acquire_failure(const tally& t, std::size_t n, std::size_t q) {
-  if (t.ok >= q) return errc::validity_elapsed;
-  const std::size_t unusable = t.failed + t.excluded + t.pending;
-  if (t.taken > 0 && unusable <= n - q) return errc::busy;
-  return errc::no_quorum;
-}
-
 milliseconds default_retry_delay(std::mt19937_64& rng) {
   std::uniform_int_distribution<int> d(50, 249);  // [50 ms, 250 ms), as redsync
   return milliseconds{d(rng)};

@@ -32,11 +32,19 @@ void write_back_token(mutex_state& st, std::string_view value, const token_votes
   round_spec spec;
   spec.send = script_sender(st, make_script_call(fence_script(), {st.name, record_key}, {value, token_text}));
   spec.classify = classify_fence;
-  spec.quorum = st.eng.quorum() - votes.at_token;
+  write_back_token(st.eng, std::move(spec), st.eng.quorum(), votes, std::move(done));
+}
+
+void write_back_token(engine& eng, round_spec spec, std::size_t quorum, const token_votes& votes,
+                      std::function<void(bool)> done) {
+  spec.quorum = quorum - votes.at_token;
   spec.excluded = votes.at_or_out;  // reported as "excluded": not written back
-  run_round(st.eng, std::move(spec),
-            [&eng = st.eng, at_token = votes.at_token, done = std::move(done)](tally&& written) {
-              done(at_token + written.ok >= eng.quorum());
+  spec.excluded_why.clear();
+  spec.fail_fast = false;
+  spec.exclude_yes = nullptr;
+  run_round(eng, std::move(spec),
+            [quorum, at_token = votes.at_token, done = std::move(done)](tally&& written) {
+              done(at_token + written.ok >= quorum);
             });
 }
 

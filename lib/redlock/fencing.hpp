@@ -45,4 +45,10 @@ token_votes count_token_votes(const tally& acquisition, std::size_t nodes);
 void write_back_token(mutex_state& st, std::string_view value, const token_votes& votes,
                       std::function<void(bool quorum_holds_token)> done);
 
+// The same for any holder (a semaphore's permit: semaphore_scripts.hpp):
+// `spec` sends the holder's write-back script and classifies its answer
+// (1 ok, 0 missing); `quorum` is the holder's.
+void write_back_token(engine& eng, round_spec spec, std::size_t quorum, const token_votes& votes,
+                      std::function<void(bool quorum_holds_token)> done);
+
 }  // namespace redsync::detail

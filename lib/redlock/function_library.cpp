@@ -3,6 +3,7 @@
 #include "redlock/function_library.hpp"
 
 #include "redlock/scripts.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +25,9 @@ namespace {
 std::string_view flags_of(const lua_script& s) {
   if (&s == &check_script()) return "'no-writes'";
   if (&s == &release_script() || &s == &leave_script() || &s == &extend_script()) return "'allow-oom'";
+  // A semaphore's holder too: its release and extension only remove or
+  // re-score a permit.
+  if (&s == &semaphore_release_script() || &s == &semaphore_extend_script()) return "'allow-oom'";
   return "";
 }
 
@@ -42,10 +46,19 @@ std::string function_name(const lua_script& s) {
   // The library's scripts are a fixed set of statics: their names are
   // hashed once, not on every FCALL.
   static const auto known = [] {
-    const std::array<const lua_script*, 8> scripts = {
-        &acquire_script(),      &leave_script(),   &fence_script(),  &record_read_script(),
-        &record_stamp_script(), &release_script(), &extend_script(), &check_script()};
-    std::array<std::pair<const lua_script*, std::string>, 8> names;
+    const std::array<const lua_script*, 12> scripts = {&acquire_script(),
+                                                       &leave_script(),
+                                                       &fence_script(),
+                                                       &record_read_script(),
+                                                       &record_stamp_script(),
+                                                       &release_script(),
+                                                       &extend_script(),
+                                                       &check_script(),
+                                                       &semaphore_acquire_script(),
+                                                       &semaphore_release_script(),
+                                                       &semaphore_extend_script(),
+                                                       &semaphore_fence_script()};
+    std::array<std::pair<const lua_script*, std::string>, scripts.size()> names;
     for (std::size_t k = 0; k < scripts.size(); ++k) names[k] = {scripts[k], compute_name(*scripts[k])};
     return names;
   }();

@@ -27,8 +27,9 @@ std::string function_name(const lua_script& s);
 // script's source as the body of the registered function (KEYS and ARGV
 // become its parameters). The read-only check script gets the `no-writes`
 // flag (so it also runs over maxmemory and via FCALL_RO); release, leave and
-// extend `allow-oom` (a holder can let go and extend on a node over its
-// maxmemory); acquire and the record scripts none (refused there).
+// extend, the mutex's and the semaphore's, `allow-oom` (a holder can let go
+// and extend on a node over its maxmemory); acquire, the fencing write-backs
+// and the record scripts none (refused there).
 std::string function_library(const lua_script& s);
 
 }  // namespace redsync::detail

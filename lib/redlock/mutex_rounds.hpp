@@ -54,4 +54,10 @@ void release_everywhere_retried(mutex_state& st);
 // "taken" or "expired" when a quorum of nodes told us the state of the key.
 errc holder_failure(const tally& t, std::size_t quorum);
 
+// Why an acquisition's attempt failed (a mutex's or a semaphore's, with
+// quorum q of n nodes). "busy" means the other holders are what stood in
+// the way: the nodes that failed or were left out could not have made up
+// the quorum on their own.
+errc acquire_failure(const tally& t, std::size_t n, std::size_t q);
+
 }  // namespace redsync::detail

@@ -62,6 +62,43 @@ void check_tls_options(const node_options& node) {
   }
 }
 
+// The fields a mutex and a semaphore share; `what` names the struct.
+void check_timing(std::string_view what, std::chrono::milliseconds expiry, int tries, double drift_factor,
+                  double timeout_factor) {
+  if (expiry.count() <= 0) {
+    fail("{}.expiry = {} ms: must be positive", what, expiry.count());
+  }
+  if (expiry > max_expiry) {
+    fail("{}.expiry = {} ms: must be at most {} ms", what, expiry.count(), max_expiry.count());
+  }
+  if (tries < 1) {
+    fail("{}.tries = {}: must be at least 1", what, tries);
+  }
+  // Written so that NaN fails: every comparison with NaN is false.
+  if (!(drift_factor >= 0.0 && drift_factor < 1.0)) {
+    fail("{}.drift_factor = {}: must be in [0, 1)", what, drift_factor);
+  }
+  if (!(timeout_factor > 0.0 && timeout_factor < 1.0)) {
+    fail("{}.timeout_factor = {}: must be in (0, 1)", what, timeout_factor);
+  }
+}
+
+// An attempt may wait the full per-node timeout before counting votes;
+// if that plus the drift already uses up the expiry, validity can never be
+// positive and every acquisition would fail.
+void check_expiry_room(std::string_view what, std::chrono::milliseconds expiry, double drift_factor,
+                       double timeout_factor) {
+  const std::chrono::microseconds d = drift(expiry, drift_factor);
+  const std::chrono::microseconds t = command_timeout(expiry, timeout_factor);
+  if (expiry <= d + t) {
+    fail(
+        "{}.expiry = {} ms: must exceed drift ({} ms) + per-node "
+        "command timeout ({} ms) = {} ms; raise expiry or lower "
+        "drift_factor/timeout_factor",
+        what, expiry.count(), in_ms(d), in_ms(t), in_ms(d + t));
+  }
+}
+
 }  // namespace
 
 void check_node_options(const node_options& node) {
@@ -119,22 +156,7 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
   if (name.empty()) {
     fail("mutex name = \"\": must not be empty");
   }
-  if (options.expiry.count() <= 0) {
-    fail("mutex_options.expiry = {} ms: must be positive", options.expiry.count());
-  }
-  if (options.expiry > max_expiry) {
-    fail("mutex_options.expiry = {} ms: must be at most {} ms", options.expiry.count(), max_expiry.count());
-  }
-  if (options.tries < 1) {
-    fail("mutex_options.tries = {}: must be at least 1", options.tries);
-  }
-  // Written so that NaN fails: every comparison with NaN is false.
-  if (!(options.drift_factor >= 0.0 && options.drift_factor < 1.0)) {
-    fail("mutex_options.drift_factor = {}: must be in [0, 1)", options.drift_factor);
-  }
-  if (!(options.timeout_factor > 0.0 && options.timeout_factor < 1.0)) {
-    fail("mutex_options.timeout_factor = {}: must be in (0, 1)", options.timeout_factor);
-  }
+  check_timing("mutex_options", options.expiry, options.tries, options.drift_factor, options.timeout_factor);
   if (options.value) {
     if (options.value->empty()) {
       fail("mutex_options.value = \"\": must not be empty");
@@ -167,18 +189,16 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
   if (options.max_extensions < 0) {
     fail("mutex_options.max_extensions = {}: must not be negative", options.max_extensions);
   }
-  // An attempt may wait the full per-node timeout before counting votes;
-  // if that plus the drift already uses up the expiry, validity can never be
-  // positive and every acquisition would fail.
-  const std::chrono::microseconds d = drift(options.expiry, options.drift_factor);
-  const std::chrono::microseconds t = command_timeout(options.expiry, options.timeout_factor);
-  if (options.expiry <= d + t) {
-    fail(
-        "mutex_options.expiry = {} ms: must exceed drift ({} ms) + per-node "
-        "command timeout ({} ms) = {} ms; raise expiry or lower "
-        "drift_factor/timeout_factor",
-        options.expiry.count(), in_ms(d), in_ms(t), in_ms(d + t));
+  check_expiry_room("mutex_options", options.expiry, options.drift_factor, options.timeout_factor);
+}
+
+void check_semaphore_options(std::string_view name, const semaphore_options& options) {
+  if (name.empty()) {
+    fail("semaphore name = \"\": must not be empty");
   }
+  check_timing("semaphore_options", options.expiry, options.tries, options.drift_factor,
+               options.timeout_factor);
+  check_expiry_room("semaphore_options", options.expiry, options.drift_factor, options.timeout_factor);
 }
 
 }  // namespace redsync::detail

@@ -6,6 +6,8 @@
 // `mutex_options.tries = 0: must be at least 1`.
 
 #include <redsync/options.hpp>
+#include <redsync/semaphore.hpp>
+
 #include <string_view>
 
 namespace redsync::detail {
@@ -25,5 +27,9 @@ void check_redsync_options(const redsync_options& options);
 /// so an acquisition that waits for the slowest node can still leave some
 /// validity.
 void check_mutex_options(std::string_view name, const mutex_options& options);
+
+/// Non-empty name; expiry, tries, drift_factor and timeout_factor as for a
+/// mutex. (The permits and the quorum: checked_semaphore_quorum.)
+void check_semaphore_options(std::string_view name, const semaphore_options& options);
 
 }  // namespace redsync::detail

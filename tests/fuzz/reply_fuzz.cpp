@@ -15,6 +15,7 @@
 #include "redlock/quorum.hpp"
 #include "redlock/round.hpp"
 #include "redlock/script_answers.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "transport/resp.hpp"
 
 #include <algorithm>
@@ -113,6 +114,14 @@ void classify(const reply& r) {
         "classify_fence outside ok/missing/reply_error");
 
   if (const auto vote = read_acquire_vote(r)) check_window(vote->window);
+  // The semaphore's acquire answer: a grant is also a vote node_trust can
+  // read, and a mismatch is never counted.
+  const node_status granted = classify_semaphore_acquire(r);
+  check(is_one_of(granted, {node_status::ok, node_status::taken, node_status::reply_error}),
+        "classify_semaphore_acquire outside ok/taken/reply_error");
+  const auto answer = read_semaphore_answer(r);
+  if (granted != node_status::reply_error) check(answer.has_value(), "a counted semaphore answer unreadable");
+  if (answer && answer->stored_permits) check(granted == node_status::reply_error, "a mismatch counted");
   // EXEC's answer to the acquisition transaction: a yes only where SET won,
   // and then in the script's shape.
   const reply fast = fast_acquire_answer(r);

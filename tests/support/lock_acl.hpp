@@ -11,8 +11,9 @@
 
 namespace redsync::test {
 
-/// Key and channel patterns: lock names start with `app:`.
-inline const std::vector<std::string> lock_acl_patterns = {"~app:*", "~redsync:node", "&redsync:release:*"};
+/// Key and channel patterns: lock and semaphore names start with `app:`.
+inline const std::vector<std::string> lock_acl_patterns = {"~app:*", "~redsync:node", "&redsync:release:*",
+                                                           "~redsync:sem:{app:*", "&redsync:sem-release:*"};
 
 /// The commands a lock user needs in `mode`: the handshake (INFO), the
 /// waiters' subscriber, the uncontended acquisition's transaction, how
@@ -24,8 +25,9 @@ inline std::vector<std::string> lock_acl_commands(redsync::script_mode mode) {
   } else {
     out.insert(out.end(), {"+evalsha", "+eval"});
   }
-  out.insert(out.end(), {"+get", "+set", "+del", "+exists", "+time", "+pexpire", "+pttl", "+publish", "+zadd",
-                         "+zrange", "+zrem", "+zscore", "+hget", "+hset", "+hdel", "+hmget", "+hincrby"});
+  out.insert(out.end(),
+             {"+get", "+set", "+del", "+exists", "+time", "+pexpire", "+pttl", "+publish", "+zadd", "+zrange",
+              "+zrem", "+zscore", "+hget", "+hset", "+hdel", "+hmget", "+hincrby", "+zremrangebyscore"});
   return out;
 }
 

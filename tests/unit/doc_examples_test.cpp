@@ -28,6 +28,9 @@ void log(const std::string&) {}
 struct storage_stub {
   void write(const std::string&, const std::string&, std::uint64_t) {}
 } storage;
+struct slotted_resource_stub {
+  void write(std::uint32_t, redsync::fencing_token, const std::string&) {}
+} resource;
 
 // context.hpp
 void context_example(redsync::Mutex& mutex) {
@@ -137,8 +140,20 @@ void readme_observer(const std::vector<std::string>& uris) {
 
 }  // namespace
 
+// README, "Counting semaphores"
+void readme_semaphore(redsync::Redsync& rs, const std::string& data) {
+  auto sem = rs.new_semaphore("jobs", 4, {.expiry = 10s});
+  if (auto r = sem.acquire(redsync::context::timeout(5s)); r) {
+    resource.write(r.permit.slot(), r.permit.token(), data);  // see "Fencing" below
+    r.permit.release();                                       // or let the permit go out of scope
+  } else {
+    std::cerr << r.describe() << "\n";  // busy, no_quorum, permits_mismatch, ...
+  }
+}
+
 TEST_CASE("the examples of the headers and the README compile") {
-  const auto compiled = std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example,
-                                        &redsync_example, &readme_errors, &readme_api, &readme_observer);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 8);
+  const auto compiled =
+      std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example, &redsync_example,
+                      &readme_errors, &readme_api, &readme_observer, &readme_semaphore);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 9);
 }

@@ -125,6 +125,32 @@ void run_main_scenarios(script_mode mode) {
   check_all_ok(w2.unlock(redsync::context{}), "second waiter's unlock");
   CHECK(c.acl_denials() == 0);
 
+  // A semaphore: acquire, extend, release, a waiter woken by the release
+  // (a 5 s retry delay: only the wake-up is fast).
+  const auto sem_name = unique_name("app:documented-acl-sem");
+  auto sem =
+      rs.new_semaphore(sem_name, 1, {.expiry = 2s, .tries = 1000, .retry_delay = [](int) { return 5000ms; }});
+  auto p = sem.acquire(redsync::context::timeout(5s));
+  check_all_ok(p.outcome, "semaphore acquire");
+  check_all_ok(p.permit.extend(), "permit extend");
+  auto waiter = sem.acquire_future(redsync::context::timeout(10s));
+  // The waiter was refused once it listens for releases.
+  REQUIRE(wait_until(
+      [&] {
+        const auto r =
+            redis_client(c.servers[0]).command({"PUBSUB", "NUMSUB", "redsync:sem-release:" + sem_name});
+        return r.elements.size() == 2 && r.elements[1].integer >= 1;
+      },
+      3s));
+  const auto released_at = clock_type::now();
+  check_all_ok(p.permit.release(), "permit release");
+  REQUIRE(waiter.wait_for(3s) == std::future_status::ready);
+  CHECK(clock_type::now() - released_at < 3s);
+  auto woken = waiter.get();
+  check_all_ok(woken.outcome, "semaphore waiter");
+  check_all_ok(woken.permit.release(), "waiter's release");
+  CHECK(c.acl_denials() == 0);
+
   // Restart-guard repair: node 0 restarts empty (no record, and no
   // functions); its record is read, repaired and stamped as this user
   // until its vote counts again, and tokens keep rising.

@@ -5,6 +5,7 @@
 #include "redlock/scripts.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <doctest/doctest.h>
@@ -28,6 +29,10 @@ TEST_SUITE("scripts") {
         {"fence", &rd::fence_script()},
         {"record_read", &rd::record_read_script()},
         {"record_stamp", &rd::record_stamp_script()},
+        {"semaphore_acquire", &rd::semaphore_acquire_script()},
+        {"semaphore_release", &rd::semaphore_release_script()},
+        {"semaphore_extend", &rd::semaphore_extend_script()},
+        {"semaphore_fence", &rd::semaphore_fence_script()},
     };
     redis_server server;
     redis_client client(server);

@@ -6,6 +6,7 @@
 
 #include "redlock/function_library.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <string>
@@ -30,12 +31,15 @@ TEST_CASE("a script's library is named after the SHA1 of its flags and source, a
         "redsync_" + sha1_hex("flags={'allow-oom'}\n" + std::string(release_script().source)));
 }
 
-TEST_CASE("the check script is flagged no-writes; release, leave and extend allow-oom; the rest none") {
+TEST_CASE(
+    "the check script is flagged no-writes; the holders' release, leave and extend allow-oom; the rest "
+    "none") {
   CHECK(function_library(check_script()).find("flags={'no-writes'}") != std::string::npos);
-  for (const lua_script* s : {&release_script(), &leave_script(), &extend_script()})
+  for (const lua_script* s : {&release_script(), &leave_script(), &extend_script(),
+                              &semaphore_release_script(), &semaphore_extend_script()})
     CHECK(function_library(*s).find("flags={'allow-oom'}") != std::string::npos);
-  for (const lua_script* s :
-       {&acquire_script(), &fence_script(), &record_read_script(), &record_stamp_script()})
+  for (const lua_script* s : {&acquire_script(), &fence_script(), &record_read_script(),
+                              &record_stamp_script(), &semaphore_acquire_script(), &semaphore_fence_script()})
     CHECK(function_library(*s).find("flags={}") != std::string::npos);
 }
 

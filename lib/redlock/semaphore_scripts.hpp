@@ -1,0 +1,84 @@
+#pragma once
+
+// The semaphore's per-node protocol: its keys, its Lua scripts (each atomic
+// on its node) and what their answers mean.
+//
+// Per semaphore name S, each node keeps, all in one hash tag {S}:
+//   set_key(S)      a sorted set: member "<slot>:<permit id>", score the
+//                   server ms at which that permit expires;
+//   permits_key(S)  the number of permits k the holders agreed on.
+// Both live exactly as long as the latest permit in the set (every write
+// sets both TTLs to it), so a semaphore nobody holds leaves nothing behind,
+// and its k can change once every permit has ended.
+// The fencing counter is the node record's (scripts.hpp: record_key), the
+// mutex's own, with the same answer so node_trust judges the vote the same
+// way (restart guard, repair of the counter).
+//
+// Invariants on a node, after every script (a permit is live while its
+// score is in the server's future):
+//   K  at most k live permits, where k is the stored k;
+//   S  at most one live permit per slot 0..k-1 (what the fencing rule of
+//      semaphore.hpp needs: a quorum is more than half the nodes, so two
+//      holders of one slot at once would share a node that refused one);
+//   T  a grant increments the record's counter, as the mutex's acquire does;
+//   M  a client whose k differs from the stored k is refused while any
+//      permit is live (a quorum of it would meet every live holder's).
+
+#include "redlock/script_call.hpp"
+#include "transport/reply.hpp"
+
+#include <redsync/error.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+std::string semaphore_set_key(std::string_view name);
+std::string semaphore_permits_key(std::string_view name);
+// Where releases are announced (payload: the freed slot).
+std::string semaphore_channel(std::string_view name);
+// The set's member for a permit: "<slot>:<id>".
+std::string permit_member(std::uint32_t slot, std::string_view id);
+
+// KEYS = set, permits, record; ARGV = member, slot, k, expiry ms.
+// Drops expired permits, then:
+//   {-2, stored k}            k differs from the stored k (rule M), nothing written;
+//   {-1, "s1,s2,..."}         k live permits, or the slot is live: refused;
+//   {token, record identity, ms since first seen unverified (-1 if never),
+//    recorded window ms, "s1,s2,..."}   granted (the first four as the mutex's
+//                             acquire answers, for node_trust).
+// The slot list names the live slots of other permits.
+const lua_script& semaphore_acquire_script();
+
+// KEYS = set, permits; ARGV = member, channel, "1" to announce the freed
+// slot on the channel (a holder's release) or "0" (the undo of a failed
+// attempt). Returns 1 if the permit was live and is now gone, else 0.
+const lua_script& semaphore_release_script();
+
+// KEYS = set, permits; ARGV = member, expiry ms. Returns 1 if the permit was
+// live and now expires in `expiry`, else 0 (it is gone).
+const lua_script& semaphore_extend_script();
+
+// Fencing write-back (fencing.hpp). KEYS = set, record; ARGV = member,
+// token. Only while the permit is live, raises the record's counter to at
+// least the token. Returns 1 if it was live, else 0.
+const lua_script& semaphore_fence_script();
+
+// The acquire script's answer: ok (granted), taken (refused), else
+// reply_error. A mismatch never reaches this: semaphore_answer() turns it
+// into an error reply first.
+node_status classify_semaphore_acquire(const reply& r);
+
+// What an acquire answer says beyond its status.
+struct semaphore_answer {
+  std::vector<std::uint32_t> others;        // live slots of other permits
+  std::optional<long long> stored_permits;  // set when k differs (rule M)
+};
+// nullopt for a reply that is none of the acquire script's answers.
+std::optional<semaphore_answer> read_semaphore_answer(const reply& r);
+
+}  // namespace redsync::detail

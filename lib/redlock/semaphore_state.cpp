@@ -1,0 +1,66 @@
+// A semaphore's configuration and its permits' identities.
+
+#include "redlock/semaphore_state.hpp"
+
+#include "redlock/quorum.hpp"
+#include "redlock/scripts.hpp"
+#include "redlock/semaphore_scripts.hpp"
+
+namespace redsync::detail {
+
+semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q, semaphore_options o)
+    : eng(e),
+      name(std::move(n)),
+      permits(k),
+      permits_text(std::to_string(k)),
+      quorum(q),
+      opts(std::move(o)),
+      set_key(semaphore_set_key(name)),
+      permits_key(semaphore_permits_key(name)),
+      channel(semaphore_channel(name)),
+      route(std::hash<std::string_view>{}(set_key)),
+      timeout(command_timeout(opts.expiry, opts.timeout_factor)),
+      drift(detail::drift(opts.expiry, opts.drift_factor)),
+      expiry_ms(std::to_string(opts.expiry.count())) {}
+
+std::vector<std::string_view> semaphore_state::acquire_keys() const {
+  return {set_key, permits_key, record_key};
+}
+
+std::vector<std::string_view> semaphore_state::holder_keys() const {
+  return {set_key, permits_key};
+}
+
+round_spec semaphore_state::round(const script_call& call, classify_fn classify,
+                                  fallback_wanted wanted) const {
+  round_spec spec;
+  spec.send = [mode = eng.script_mode(), call, route = route, timeout = timeout, wanted = std::move(wanted)](
+                  std::size_t, node_pool& pool, command_callback cb) {
+    send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
+  };
+  spec.classify = classify;
+  spec.quorum = quorum;
+  // One server under two names counts once (node_trust.hpp).
+  spec.excluded_why = eng.trust().later_names();
+  if (!spec.excluded_why.empty()) {
+    spec.excluded.resize(spec.excluded_why.size());
+    for (std::size_t i = 0; i < spec.excluded_why.size(); ++i)
+      spec.excluded[i] = !spec.excluded_why[i].empty();
+  }
+  return spec;
+}
+
+permit_state::permit_state(std::shared_ptr<semaphore_state> s, std::string permit_id,
+                           std::uint32_t permit_slot)
+    : sem(std::move(s)),
+      id(std::move(permit_id)),
+      slot(permit_slot),
+      member(permit_member(slot, id)),
+      release_call(
+          make_script_call(semaphore_release_script(), sem->holder_keys(), {member, sem->channel, "1"})),
+      undo_call(
+          make_script_call(semaphore_release_script(), sem->holder_keys(), {member, sem->channel, "0"})),
+      extend_call(make_script_call(semaphore_extend_script(), sem->holder_keys(), {member, sem->expiry_ms})) {
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,74 @@
+#pragma once
+
+// What a Semaphore and its permits point at: the semaphore's configuration
+// (immutable once made, so any thread may read it), and per permit its
+// identity (immutable once granted) and validity (guarded by `mu`).
+// Operations (bounded_operation.hpp) run on the loop thread.
+
+#include "redlock/engine.hpp"
+#include "redlock/round.hpp"
+#include "redlock/script_call.hpp"
+
+#include <redsync/semaphore.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+struct semaphore_state {
+  // `quorum` is already checked (semaphore_quorum.hpp), and `opts` too.
+  semaphore_state(engine& e, std::string n, int k, std::size_t q, semaphore_options o);
+
+  engine& eng;
+  const std::string name;
+  const int permits;
+  const std::string permits_text;  // ARGV k
+  const std::size_t quorum;
+  const semaphore_options opts;
+  const std::string set_key;
+  const std::string permits_key;
+  const std::string channel;
+  const std::uint64_t route;                // picks the connection on each node
+  const std::chrono::microseconds timeout;  // per-node command timeout
+  const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
+  const std::string expiry_ms;
+
+  // Script KEYS, views into the keys above.
+  std::vector<std::string_view> acquire_keys() const;
+  std::vector<std::string_view> holder_keys() const;
+  // A round of `call` to every node on this semaphore's route and quorum,
+  // leaving out the later names of one server (node_trust::later_names).
+  // A script that may grant a permit passes `wanted` (script_call.hpp).
+  round_spec round(const script_call& call, classify_fn classify, fallback_wanted wanted = {}) const;
+};
+
+struct permit_state {
+  using clock = std::chrono::steady_clock;
+
+  permit_state(std::shared_ptr<semaphore_state> s, std::string permit_id, std::uint32_t permit_slot);
+
+  const std::shared_ptr<semaphore_state> sem;
+  const std::string id;
+  const std::uint32_t slot;
+  const std::string member;
+  const script_call release_call;  // announces the freed slot
+  const script_call undo_call;     // a failed attempt's: quiet
+  const script_call extend_call;
+  fencing_token token{};  // set once, before the permit is handed out
+
+  mutable std::mutex mu;
+  clock::time_point until{};
+  bool held = false;
+
+  // The public handle of a granted permit.
+  static redsync::permit wrap(std::shared_ptr<permit_state> st) { return redsync::permit(std::move(st)); }
+};
+
+}  // namespace redsync::detail

@@ -1,0 +1,100 @@
+// One process contending for the permits of a counting semaphore
+// (include/redsync/semaphore.hpp), for semaphore_contention_test.cpp.
+//
+//   sem_contender --nodes URI,... --name NAME --permits K --cycles M --out FILE
+//
+// Makes M acquisitions, each held about a millisecond, and appends to FILE
+// one line per acquisition, times in ns of the steady clock (CLOCK_MONOTONIC,
+// shared by every process on the machine), taken strictly inside the hold
+// (after acquire returned, before release was sent):
+//   grant SLOT TOKEN ENTER LEAVE
+// or, on the first failure, `failure DESCRIPTION` and exit 1. Each line is
+// one write(2) below PIPE_BUF on an O_APPEND file, so lines of concurrent
+// processes never interleave.
+#include <redsync/redsync.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void append(int fd, const std::string& line) {
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error("write to the --out file failed");
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  while (from <= list.size()) {
+    const auto comma = list.find(',', from);
+    out.push_back(list.substr(from, comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  std::map<std::string, std::string> v;
+  for (int i = 1; i + 1 < argc; i += 2) v[argv[i]] = argv[i + 1];
+  for (const char* k : {"--nodes", "--name", "--permits", "--cycles", "--out"})
+    if (v.count(k) == 0) throw std::invalid_argument(std::string("missing ") + k);
+  const int fd = ::open(v["--out"].c_str(), O_WRONLY | O_APPEND | O_CREAT, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open --out " + v["--out"]);
+  redsync::Redsync rs(split(v["--nodes"]), {.restart_guard = false});
+  std::mt19937 rng(std::random_device{}());
+  auto sem =
+      rs.new_semaphore(v["--name"], std::stoi(v["--permits"]),
+                       {.expiry = std::chrono::seconds(8), .tries = 100000, .retry_delay = [&rng](int) {
+                          return std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 10)(rng));
+                        }});
+  const int cycles = std::stoi(v["--cycles"]);
+  for (int c = 0; c < cycles; ++c) {
+    auto r = sem.acquire(redsync::context::timeout(std::chrono::seconds(60)));
+    if (!r) {
+      append(fd, "failure " + r.describe() + "\n");
+      return 1;
+    }
+    const std::int64_t enter = now_ns();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::int64_t leave = now_ns();
+    if (auto u = r.permit.release(redsync::context::timeout(std::chrono::seconds(5))); !u) {
+      append(fd, "failure release: " + u.describe() + "\n");
+      return 1;
+    }
+    append(fd, fmt::format("grant {} {} {} {}\n", r.permit.slot(), r.permit.token().value, enter, leave));
+  }
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sem_contender: %s\n", e.what());
+    return 2;
+  }
+}
