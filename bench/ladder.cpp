@@ -197,39 +197,26 @@ json run_ladder(const config& cfg) {
     library.push_back(rung_result("async API: lock_async + unlock_async, callbacks on the loop", run.out,
                                   cpu.stop(static_cast<std::size_t>(cfg.iterations)), run.failures));
   }
-  {
+  // Sequential blocking lock + unlock cycles of `mutex` from this thread.
+  const auto blocking_rung = [&](const std::string& name, redsync::Mutex& mutex) {
     samples s;
     s.reserve(static_cast<std::size_t>(cfg.iterations));
     int failures = 0;
     for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
       if (i == cfg.warmup) cpu.start();
       const auto t0 = clock::now();
-      const auto l = m.lock(redsync::context{});
-      const auto u = m.unlock(redsync::context{});
+      const auto l = mutex.lock(redsync::context{});
+      const auto u = mutex.unlock(redsync::context{});
       if (i >= cfg.warmup) s.add(clock::now() - t0);
       if (!l || !u) ++failures;
     }
-    library.push_back(rung_result("blocking API: lock + unlock from a caller thread", s,
-                                  cpu.stop(static_cast<std::size_t>(cfg.iterations)), failures));
-  }
-  {
-    // Each call returns once a quorum has answered, as node-redlock's do;
-    // the other nodes' answers are still read (and a late yes released).
-    auto fast = rs.new_mutex(unique_name("ladder-lib-fast"), {.fail_fast = true});
-    samples s;
-    s.reserve(static_cast<std::size_t>(cfg.iterations));
-    int failures = 0;
-    for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
-      if (i == cfg.warmup) cpu.start();
-      const auto t0 = clock::now();
-      const auto l = fast.lock(redsync::context{});
-      const auto u = fast.unlock(redsync::context{});
-      if (i >= cfg.warmup) s.add(clock::now() - t0);
-      if (!l || !u) ++failures;
-    }
-    library.push_back(rung_result("blocking API, fail_fast: each call returns at its quorum", s,
-                                  cpu.stop(static_cast<std::size_t>(cfg.iterations)), failures));
-  }
+    library.push_back(rung_result(name, s, cpu.stop(static_cast<std::size_t>(cfg.iterations)), failures));
+  };
+  blocking_rung("blocking API: lock + unlock from a caller thread", m);
+  // Each call returns once a quorum has answered, as node-redlock's do; the
+  // other nodes' answers are still read (and a late yes released).
+  auto fast = rs.new_mutex(unique_name("ladder-lib-fast"), {.fail_fast = true});
+  blocking_rung("blocking API, fail_fast: each call returns at its quorum", fast);
   std::vector<json> out;
   for (const rung& r : rungs) {
     raw_run warm{t, r, cfg.warmup, 0, {}, 0, {}};
