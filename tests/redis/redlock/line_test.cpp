@@ -38,10 +38,14 @@ void stand_in_line(cluster& c, const std::string& name, const std::string& who, 
   for (std::size_t i = 0; i < c.size(); ++i) {
     redis_client client(c[i]);
     const auto until = server_ms(client) + lease.count();
+    // One transaction: a live waiter's script evicts a place in line that
+    // has no lease yet, so the place and its lease must appear together.
+    client.command({"MULTI"});
     client.command({"ZADD", name + ":redsync-line", std::to_string(arrival), who});
     client.command({"HSET", name + ":redsync-leases", who, std::to_string(until)});
     client.command({"PEXPIRE", name + ":redsync-line", std::to_string(2 * lease.count())});
     client.command({"PEXPIRE", name + ":redsync-leases", std::to_string(2 * lease.count())});
+    REQUIRE(client.command({"EXEC"}).elements.size() == 4);
   }
 }
 
