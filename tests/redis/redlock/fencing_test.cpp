@@ -383,7 +383,9 @@ TEST_SUITE("fencing") {
         15s));
     occupy(c[1], name);
     occupy(c[2], name);
-    auto cm = b_rs.new_mutex(name, {.expiry = 200ms, .tries = 1});
+    // A per-node timeout of half the expiry: the default 5 % (10 ms) is
+    // shorter than a loaded sanitizer build's round trip.
+    auto cm = b_rs.new_mutex(name, {.expiry = 200ms, .tries = 1, .timeout_factor = 0.5});
     auto rc = cm.try_lock(redsync::context{});
     REQUIRE_MESSAGE(rc.ok(), rc.describe());
     CHECK(cm.token().value > t);
@@ -400,7 +402,9 @@ TEST_SUITE("fencing") {
       REQUIRE(m.unlock(redsync::context{}).ok());
     }
     redsync::Redsync rs(c.uris());  // guard on; its own expiry is only 100 ms
-    auto m = rs.new_mutex(unique_name("short"), {.expiry = 100ms, .tries = 1});
+    // Half the expiry per node: the default 5 ms would turn a loaded
+    // machine's slow answer into a timeout instead of the exclusion tested.
+    auto m = rs.new_mutex(unique_name("short"), {.expiry = 100ms, .tries = 1, .timeout_factor = 0.5});
     auto r = m.lock(redsync::context{});
     REQUIRE_FALSE(r.ok());
     CHECK(r.nodes_with(redsync::node_status::excluded).size() == 3);
