@@ -1,0 +1,216 @@
+// Adversarial review of the counting semaphore (include/redsync/semaphore.hpp)
+// against real redis-servers. Each test states the attack; a test that
+// shows a bug still present is marked may_fail, with the bug named in its
+// comment, so the suite stays green until the lead fixes it.
+
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using redsync::test::cluster;
+using redsync::test::fresh_nodes;
+using redsync::test::prime_records;
+using redsync::test::redis_client;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Permits of `name` on one node, live or not yet dropped.
+long long permits_on(redis_client& c, const std::string& name) {
+  return c.command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
+}
+
+// Acquire and release script calls a node has served (EVALSHA or EVAL).
+long long script_calls(redis_client& c) {
+  return c.calls("evalsha") + c.calls("eval");
+}
+
+std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t n) {
+  return {uris.begin(), uris.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+}  // namespace
+
+TEST_SUITE("semaphore attack") {
+  // BUG (availability): the undo of a failed attempt is quiet (release
+  // script with ARGV[3] = "0", semaphore_acquisition.cpp undo_everywhere /
+  // semaphore_state.cpp undo_call), so a waiter refused because of a grant
+  // that is then undone is never woken: it sleeps its whole retry delay
+  // while every node has the permit free.
+  TEST_CASE("a waiter refused by a failed attempt's grant is woken once that grant is undone" *
+            doctest::may_fail()) {
+    cluster c(3);
+    prime_records(c.uris());  // stamps every record now: a guarded client excludes them
+    const auto name = unique_name("sem-attack-quiet-undo");
+    // X: the restart guard on with a long window, so its yeses never count
+    // (the records were stamped a moment ago) and its attempts always fail.
+    redsync::Redsync rx(c.uris(), {.restart_guard = true, .restart_guard_window = 60s});
+    auto x = rx.new_semaphore(name, 1, {.expiry = 20s, .tries = 1, .timeout_factor = 0.2});
+    // W: an ordinary waiter with a long retry delay (as in semaphore_test's
+    // wake test), which only a wake-up can shorten.
+    redsync::Redsync rw(c.uris(), fresh_nodes());
+    auto w = rw.new_semaphore(
+        name, 1, {.expiry = 20s, .tries = 2, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.01});
+    // Node 2 paused: every round waits its per-node timeout there, 4 s for
+    // X, so X's grants on nodes 0 and 1 stay live for 4 s, while W's rounds
+    // (200 ms) are refused by them, its look after subscribing included.
+    c[2].pause();
+    auto xf = x.try_acquire_future();
+    redis_client n0(c[0]);
+    redis_client n1(c[1]);
+    REQUIRE(wait_until([&] { return permits_on(n0, name) == 1 && permits_on(n1, name) == 1; }, 10s));
+    const auto before = script_calls(n0);
+    auto wf = w.acquire_future(redsync::context::timeout(40s));
+    // W's first attempt was refused by X's grants on nodes 0 and 1.
+    REQUIRE(wait_until([&] { return script_calls(n0) > before; }, 10s));
+    auto xr = xf.get();
+    REQUIRE_MESSAGE(!xr.ok(), xr.describe());  // excluded by the guard: undone
+    // X's undo ran: nothing is left on nodes 0 and 1, a quorum for k = 1.
+    REQUIRE(wait_until([&] { return permits_on(n0, name) == 0 && permits_on(n1, name) == 0; }, 5s));
+    const auto freed = clock_type::now();
+    // The semaphore is free on a quorum: W should get it well before its
+    // 20 s retry delay.
+    const bool got_soon = wf.wait_for(8s) == std::future_status::ready;
+    CHECK_MESSAGE(
+        got_soon,
+        "the waiter slept through a free semaphore for "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - freed).count()
+            << " ms");
+    if (got_soon) {
+      auto wr = wf.get();
+      CHECK_MESSAGE(wr.ok(), wr.describe());
+    }
+    c[2].resume();
+  }
+
+  // DOCS (k+1 holders under a configuration nothing refuses): the quorum
+  // bound q > k*N/(k+1) assumes every client lists the same N nodes, which
+  // neither the README ("Counting semaphores") nor docs/safety.md says, and
+  // the nodes store k but not N, so nothing refuses a client with another
+  // node list. A client over 3 of the 5 nodes (q = 2) and one over all 5
+  // (q = 3) both hold the k = 1 semaphore.
+  TEST_CASE("clients listing different node sets never both hold a k = 1 semaphore" * doctest::may_fail()) {
+    cluster c(5);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-attack-node-lists");
+    redsync::Redsync three(first(c.uris(), 3), fresh_nodes());
+    redsync::Redsync five(c.uris(), fresh_nodes());
+    auto a = three.new_semaphore(name, 1, {.expiry = 20s, .tries = 1});
+    auto b = five.new_semaphore(name, 1, {.expiry = 20s, .tries = 1});
+    REQUIRE(a.quorum() == 2);
+    REQUIRE(b.quorum() == 3);
+    c[2].pause();  // a's permit lands on nodes 0 and 1 only
+    auto ra = a.try_acquire({});
+    c[2].resume();
+    REQUIRE_MESSAGE(ra.ok(), ra.describe());
+    auto rb = b.try_acquire({});
+    CHECK_MESSAGE(!(ra.permit.held() && rb.permit.held()),
+                  "two holders of a k = 1 semaphore: " << ra.describe() << " / " << rb.describe());
+  }
+
+  // BUG (availability): a waiter's first round runs before it watches the
+  // release channel (semaphore_acquisition.cpp failed(): watch() after the
+  // round), and only the waiter whose watch() opened the channel's
+  // subscription gets on_subscribed() and looks once more
+  // (release_listener.cpp watch(): `if (ws.size() > 1) return;`). A second
+  // waiter of the same Redsync misses every release made during its first
+  // round: here two permits are freed, the first waiter takes one, and the
+  // second sleeps its whole retry delay while the other permit is free.
+  TEST_CASE("a second waiter of one Redsync hears releases made during its first round" *
+            doctest::may_fail()) {
+    cluster c(5);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-attack-second-waiter");
+    redsync::Redsync rh(c.uris(), fresh_nodes());
+    auto h = rh.new_semaphore(name, 2, {.expiry = 30s, .tries = 1, .timeout_factor = 0.01});
+    redsync::Redsync rw(c.uris(), fresh_nodes());
+    // Rounds of 1.5 s: node 4 is paused, so each waits its timeout there.
+    auto w = rw.new_semaphore(
+        name, 2, {.expiry = 30s, .tries = 2, .retry_delay = [](int) { return 30s; }, .timeout_factor = 0.05});
+    REQUIRE(w.quorum() == 4);
+    c[4].pause();
+    auto h1 = h.try_acquire({});
+    auto h2 = h.try_acquire({});
+    REQUIRE_MESSAGE(h1.ok(), h1.describe());
+    REQUIRE_MESSAGE(h2.ok(), h2.describe());
+    redis_client n0(c[0]);
+    // The first waiter: refused, subscribed, refused once more on
+    // subscribing, now in its 30 s retry delay.
+    const auto before_w1 = script_calls(n0);
+    auto w1 = w.acquire_future(redsync::context::timeout(60s));
+    REQUIRE(wait_until([&] { return script_calls(n0) >= before_w1 + 2; }, 15s));
+    std::this_thread::sleep_for(2s);  // its second round ends (1.5 s at node 4)
+    REQUIRE(w1.wait_for(0s) == std::future_status::timeout);
+    // The second waiter's first attempt was refused on node 0; its round
+    // waits 1.5 s more for node 4. Both holders release now.
+    const auto before_w2 = script_calls(n0);
+    auto w2 = w.acquire_future(redsync::context::timeout(60s));
+    REQUIRE(wait_until([&] { return script_calls(n0) > before_w2; }, 10s));
+    auto rel1 = h1.permit.release_future();
+    auto rel2 = h2.permit.release_future();
+    // The first waiter is woken and takes one permit.
+    REQUIRE(w1.wait_for(10s) == std::future_status::ready);
+    auto r1 = w1.get();
+    REQUIRE_MESSAGE(r1.ok(), r1.describe());
+    // The other permit is free on nodes 0..3, a quorum.
+    const bool got_soon = w2.wait_for(8s) == std::future_status::ready;
+    CHECK_MESSAGE(got_soon, "the second waiter slept through a free permit");
+    if (got_soon) {
+      auto r2 = w2.get();
+      CHECK_MESSAGE(r2.ok(), r2.describe());
+    }
+    c[4].resume();
+    (void)rel1.get();
+    (void)rel2.get();
+  }
+
+  // BUG (leaked permit): ~permit skips the release once the engine is
+  // shutting down (lib/semaphore.cpp ~permit: `!...eng.shutting_down()`),
+  // though release_operation::may_start() would still let it out
+  // (can_send()). A permit handed to an acquire_async callback that drops
+  // it while its Redsync is being destroyed (the callback runs on the loop
+  // thread, before the engine's shut_down task) stays on every node for its
+  // whole expiry. (lib/mutex.cpp:88 has the same pattern.)
+  TEST_CASE("a permit dropped by its acquire callback while the Redsync shuts down is still released" *
+            doctest::may_fail()) {
+    cluster c(3);
+    const auto name = unique_name("sem-attack-shutdown-drop");
+    std::promise<void> destroying;
+    auto destroying_f = destroying.get_future();
+    std::promise<bool> got;
+    auto got_f = got.get_future();
+    {
+      redsync::Redsync rs(c.uris(), fresh_nodes());
+      auto sem = rs.new_semaphore(name, 1, {.expiry = 60s, .tries = 1});
+      sem.try_acquire_async({}, [&](redsync::acquire_result r) {
+        got.set_value(r.ok());
+        // The application decides it no longer needs the permit, just as
+        // the Redsync goes away on another thread.
+        destroying_f.wait();
+        std::this_thread::sleep_for(300ms);
+      });  // r (and its permit) is destroyed here
+      REQUIRE(got_f.get());
+      destroying.set_value();
+    }  // sem, then rs: ~engine marks shutting_down and waits for the loop
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      CAPTURE(i);
+      redis_client cl(c[i]);
+      CHECK(permits_on(cl, name) == 0);
+    }
+  }
+}
