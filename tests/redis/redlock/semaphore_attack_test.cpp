@@ -213,4 +213,90 @@ TEST_SUITE("semaphore attack") {
       CHECK(permits_on(cl, name) == 0);
     }
   }
+
+  // Held up (backs docs/safety.md "At most k holders" on a restart without
+  // persistence, and the per-slot token after it): a holder granted by nodes
+  // 0 and 1 only (node 2 was paused), then node 0 restarts empty. Node 0
+  // and node 2 together are a quorum for k = 1, but node 0 must not vote
+  // while the holder may still hold; its extension fails; and the slot's next
+  // holder gets a greater token. With the restart guard on, and off (the
+  // counter repair's delay alone).
+  TEST_CASE("a node restarted empty never seats a second holder of a k = 1 semaphore, and the token grows") {
+    for (const bool guard : {true, false}) {
+      CAPTURE(guard);
+      cluster c(3);
+      prime_records(c.uris());
+      redsync::redsync_options o = fresh_nodes();
+      o.restart_guard = guard;
+      const auto name = unique_name("sem-attack-restart");
+      const redsync::semaphore_options so{.expiry = 2s, .tries = 1};
+      redsync::Redsync rh(c.uris(), o);
+      redsync::Redsync rw(c.uris(), o);
+      auto h = rh.new_semaphore(name, 1, so);
+      auto w = rw.new_semaphore(name, 1, so);
+      // With the guard on, the records stamped by prime_records are in
+      // their window (the 2 s expiry) for a while yet.
+      redsync::acquire_result held;
+      c[2].pause();
+      REQUIRE(wait_until(
+          [&] {
+            held = h.try_acquire({});
+            return held.ok();
+          },
+          15s));
+      c[2].resume();
+      REQUIRE(held.outcome.nodes[2].status == redsync::node_status::timeout);
+      c[0].restart();
+      int overlaps = 0;
+      int extended = 0;
+      while (held.permit.held()) {
+        auto r = w.try_acquire({});
+        if (r && held.permit.held()) ++overlaps;
+        if (held.permit.extend({}).ok()) ++extended;
+        std::this_thread::sleep_for(50ms);
+      }
+      CHECK(overlaps == 0);
+      CHECK(extended == 0);
+      // Once node 0 is trusted again, the slot's next holder gets a greater
+      // token.
+      redsync::acquire_result next;
+      REQUIRE(wait_until(
+          [&] {
+            next = w.try_acquire({});
+            return next.ok() && next.outcome.nodes[0].status == redsync::node_status::ok;
+          },
+          20s));
+      CHECK(next.permit.token() > held.permit.token());
+    }
+  }
+
+  // Held up: an acquisition abandoned by its deadline (or cancelled) while
+  // its round still waits on a frozen node leaves no grant behind, on the
+  // frozen node either (its grant and then the undo run, in order, when it
+  // resumes).
+  TEST_CASE("an acquisition abandoned mid-round by its deadline or a cancel leaves no grant anywhere") {
+    cluster c(3);
+    prime_records(c.uris());
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("sem-attack-abandon");
+    auto sem = rs.new_semaphore(name, 1, {.expiry = 20s, .tries = 1});  // per-node timeout 1 s
+    c[2].pause();
+    auto by_deadline = sem.try_acquire(redsync::context::timeout(300ms));
+    CHECK_MESSAGE(by_deadline.outcome.is(redsync::errc::deadline_exceeded), by_deadline.describe());
+    std::stop_source stop;
+    auto cancelled = sem.acquire_future(redsync::context::cancellable(stop.get_token()));
+    redis_client n0(c[0]);
+    REQUIRE(wait_until([&] { return permits_on(n0, name) == 1; }, 5s));
+    stop.request_stop();
+    auto r = cancelled.get();
+    CHECK_MESSAGE(r.outcome.is(redsync::errc::cancelled), r.describe());
+    c[2].resume();
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      CAPTURE(i);
+      redis_client cl(c[i]);
+      CHECK(wait_until([&] { return permits_on(cl, name) == 0; }, 5s));
+    }
+    auto after = sem.try_acquire({});
+    CHECK_MESSAGE(after.ok(), after.describe());
+  }
 }
