@@ -299,4 +299,32 @@ TEST_SUITE("semaphore attack") {
     auto after = sem.try_acquire({});
     CHECK_MESSAGE(after.ok(), after.describe());
   }
+
+  // Held up: bad numbers are refused by name, never defaulted.
+  TEST_CASE("bad permits, quorum and timing are refused at construction, naming the value") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("sem-attack-input");
+    CHECK_THROWS_WITH_AS(rs.new_semaphore(name, -1), doctest::Contains("permits = -1"),
+                         redsync::config_error);
+    CHECK_THROWS_WITH_AS(rs.new_semaphore(name, 1025), doctest::Contains("permits = 1025"),
+                         redsync::config_error);
+    CHECK_THROWS_WITH_AS(rs.new_semaphore(name, 1, {.quorum = 4}),
+                         doctest::Contains("semaphore_options.quorum = 4"), redsync::config_error);
+    CHECK_THROWS_WITH_AS(rs.new_semaphore(name, 1, {.quorum = 1}),
+                         doctest::Contains("semaphore_options.quorum = 1"), redsync::config_error);
+    CHECK_THROWS_AS(rs.new_semaphore(name, 1, {.expiry = 0ms}), redsync::config_error);
+    CHECK_THROWS_AS(rs.new_semaphore(name, 1, {.expiry = 3ms}),
+                    redsync::config_error);  // drift 2 ms + timeout 1 ms
+    CHECK_THROWS_AS(rs.new_semaphore(name, 1, {.drift_factor = 1.0}), redsync::config_error);
+    CHECK_THROWS_AS(rs.new_semaphore(name, 1, {.timeout_factor = 0.0}), redsync::config_error);
+    CHECK_THROWS_AS(rs.new_semaphore("", 1), redsync::config_error);
+    CHECK(rs.new_semaphore(name, 1024).quorum() == 3);
+    CHECK(rs.new_semaphore(name, 1, {.quorum = 3}).quorum() == 3);
+    // The largest k works end to end.
+    auto big = rs.new_semaphore(name, 1024, {.expiry = 2s});
+    auto r = big.try_acquire({});
+    CHECK_MESSAGE(r.ok(), r.describe());
+    CHECK(r.permit.slot() < 1024u);
+  }
 }
