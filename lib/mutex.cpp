@@ -84,8 +84,9 @@ Mutex::~Mutex() {
     held = state_->held;
   }
   // Do not leave the lock blocking others until it expires: release it in the
-  // background (the state lives on inside the operation).
-  if (held && !state_->eng.shutting_down()) state_->submit(op_kind::release, {}, {}, nullptr);
+  // background (the state lives on inside the operation). Also while the
+  // Redsync shuts down: the release may still go out then (its may_start).
+  if (held) state_->submit(op_kind::release, {}, {}, nullptr);
 }
 
 result Mutex::lock(const context& ctx) {

@@ -66,8 +66,9 @@ permit::~permit() {
     std::lock_guard lk(state_->mu);
     held = state_->held;
   }
-  // Do not leave the permit blocking others until it expires.
-  if (held && !state_->sem->eng.shutting_down()) {
+  // Do not leave the permit blocking others until it expires, also while
+  // the Redsync shuts down (the release's may_start decides).
+  if (held) {
     try {
       detail::submit_release(state_, {}, nullptr);
     } catch (...) {

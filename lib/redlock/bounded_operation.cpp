@@ -19,6 +19,11 @@ void bounded_operation::submit() {
   eng_.loop().post([self] { self->on_posted(); });
 }
 
+void bounded_operation::submit_unanswered() {
+  if (!eng_.shutting_down() || !eng_.loop().on_loop_thread()) return submit();
+  on_posted();
+}
+
 void bounded_operation::canceller::operator()() const {
   loop->post([op = op] {
     if (auto o = op.lock()) o->abandon(errc::cancelled);

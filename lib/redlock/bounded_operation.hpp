@@ -35,6 +35,13 @@ class bounded_operation : public loop_task, public std::enable_shared_from_this<
   // Caller's thread: connects the caller's stop_token (one already stopped
   // cancels at once) and hands the operation to the loop (on_posted).
   void submit();
+  // submit() for an operation nobody waits for (a destructor's release).
+  // While the engine shuts down, on the loop thread (a callback that lets
+  // go of a permit or Mutex as the Redsync goes away), it is taken at once:
+  // posted, it would run after the shutdown's wind-up, which is already
+  // queued and after which nothing is sent, leaving the key on every node
+  // until it expires. Otherwise as submit().
+  void submit_unanswered();
 
   // The engine shuts down: the operation ends with errc::shutting_down.
   void on_shutdown() override { abandon(errc::shutting_down); }

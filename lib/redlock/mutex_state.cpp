@@ -122,6 +122,7 @@ std::string mutex_state::value_snapshot() const {
 
 void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,
                          std::function<void(result)> done) {
+  const bool unanswered = !done;
   auto self = shared_from_this();
   std::shared_ptr<mutex_operation> op;
   switch (kind) {
@@ -137,7 +138,10 @@ void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for
       break;
     case op_kind::check: op = make_check(self, ctx, std::move(done)); break;
   }
-  op->submit();
+  if (unanswered)
+    op->submit_unanswered();
+  else
+    op->submit();
 }
 
 }  // namespace redsync::detail

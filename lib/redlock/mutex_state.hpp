@@ -95,7 +95,8 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   std::string value_snapshot() const;
 
   // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
-  // is the value an acquisition will use.
+  // is the value an acquisition will use. Without `done` (a destructor's
+  // release) see bounded_operation::submit_unanswered.
   void submit(op_kind kind, const context& ctx, std::string value_for_acquire,
               std::function<void(result)> done);
 };

@@ -125,7 +125,12 @@ class extend_operation final : public permit_operation {
 }  // namespace
 
 void submit_release(std::shared_ptr<permit_state> p, const context& ctx, std::function<void(result)> done) {
-  std::make_shared<release_operation>(std::move(p), ctx, std::move(done))->submit();
+  const bool unanswered = !done;
+  auto op = std::make_shared<release_operation>(std::move(p), ctx, std::move(done));
+  if (unanswered)
+    op->submit_unanswered();
+  else
+    op->submit();
 }
 
 void submit_extend(std::shared_ptr<permit_state> p, const context& ctx, std::function<void(result)> done) {

@@ -154,4 +154,32 @@ TEST_SUITE("lifetime") {
       CHECK(uv_loop_close(&loop) == 0);
     }
   }
+  TEST_CASE(
+      "a Mutex destroyed in its lock callback while its Redsync shuts down on another thread is released") {
+    cluster c(3);
+    const auto name = unique_name("drop-mutex-at-shutdown");
+    std::promise<void> destroying;
+    auto destroying_f = destroying.get_future();
+    std::promise<bool> got;
+    auto got_f = got.get_future();
+    // Declared before the Redsync, so that only the callback destroys it.
+    std::unique_ptr<redsync::Mutex> m;
+    {
+      redsync::Redsync rs(c.uris(), fresh_nodes());
+      m = std::make_unique<redsync::Mutex>(rs.new_mutex(name, {.expiry = 60s, .tries = 1}));
+      m->try_lock_async({}, [&](redsync::result r) {
+        got.set_value(r.ok());
+        // The Redsync is being destroyed on the test's thread (its shutdown
+        // task is queued behind this callback) when the application lets go
+        // of the held Mutex.
+        destroying_f.wait();
+        std::this_thread::sleep_for(300ms);
+        m.reset();
+      });
+      REQUIRE(got_f.get());
+      destroying.set_value();
+    }  // rs: ~engine marks shutting_down, queues its shutdown, waits for the loop
+    // Released before the Redsync was gone, not left for its 60 s expiry.
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK_MESSAGE(!redis_client(c[i]).exists(name), "node ", i);
+  }
 }  // TEST_SUITE
