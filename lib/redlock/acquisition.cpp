@@ -290,11 +290,15 @@ class acquisition final : public mutex_operation, public release_listener::waite
       return attempt();
     }
     if (attempts_ >= max_tries_) return finish(failure_);
-    line_->listen(this);
+    // Another waiter of this process already had the names' subscription:
+    // no on_subscribed() comes, and releases during our attempt went
+    // unheard, so we look once more at once (what on_subscribed does).
+    const bool missed = line_->listen(this) && !looked_after_subscribing_;
+    if (missed) looked_after_subscribing_ = true;
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
     // Wake-ups heard during the attempt: if they opened a quorum, at once.
-    const auto delay =
-        line_->quorum_open() ? milliseconds::zero() : line_->wait_after(until_try_due(clock::now()));
+    const auto delay = missed || line_->quorum_open() ? milliseconds::zero()
+                                                      : line_->wait_after(until_try_due(clock::now()));
     retry_timer_->start(duration_cast<microseconds>(delay), [this] { attempt(); });
   }
 

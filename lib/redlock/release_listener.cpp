@@ -25,11 +25,11 @@ release_listener::release_listener(uv_loop_t* loop, std::vector<node_options> no
 
 release_listener::~release_listener() = default;
 
-void release_listener::watch(const std::string& channel, waiter* w) {
-  if (closing_) return;
-  auto& ws = channels_[channel];
-  ws.push_back(w);
-  if (ws.size() > 1) return;
+bool release_listener::watch(const std::string& channel, waiter* w) {
+  if (closing_) return false;
+  auto& watch = channels_[channel];
+  watch.waiters.push_back(w);
+  if (watch.waiters.size() > 1) return watch.confirmed;
   for (std::size_t i = 0; i < links_.size(); ++i) {
     const bool fresh =
         links_[i].conn == nullptr || links_[i].conn->current_state() == connection::state::disconnected;
@@ -40,12 +40,13 @@ void release_listener::watch(const std::string& channel, waiter* w) {
     maintenance_ = loop_timer::create(loop_);
     maintenance_->start(maintenance_interval, [this] { on_maintenance(); });
   }
+  return false;
 }
 
 void release_listener::unwatch(const std::string& channel, waiter* w) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  auto& ws = it->second;
+  auto& ws = it->second.waiters;
   ws.erase(std::remove(ws.begin(), ws.end(), w), ws.end());
   if (!ws.empty()) return;
   channels_.erase(it);
@@ -68,8 +69,8 @@ void release_listener::ensure_connected(std::size_t i) {
 }
 
 void release_listener::subscribe_all(std::size_t i) {
-  for (const auto& [channel, ws] : channels_) {
-    (void)ws;
+  for (const auto& [channel, watch] : channels_) {
+    (void)watch;
     subscribe(i, channel);
   }
 }
@@ -85,11 +86,13 @@ void release_listener::on_confirmed(const std::string& channel) {
   if (closing_) return;
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  const std::vector<waiter*> ws = it->second;
+  it->second.confirmed = true;
+  const std::vector<waiter*> ws = it->second.waiters;
   for (waiter* w : ws) {
     auto still = channels_.find(channel);
     if (still == channels_.end()) break;
-    if (std::find(still->second.begin(), still->second.end(), w) != still->second.end()) w->on_subscribed();
+    const auto& now = still->second.waiters;
+    if (std::find(now.begin(), now.end(), w) != now.end()) w->on_subscribed();
   }
 }
 
@@ -109,11 +112,12 @@ void release_listener::on_push(std::size_t node, reply&& r) {
   auto it = channels_.find(r.elements[1].str);
   if (it == channels_.end()) return;
   // A waiter may stop watching from inside its callback: iterate a copy.
-  const std::vector<waiter*> ws = it->second;
+  const std::vector<waiter*> ws = it->second.waiters;
   for (waiter* w : ws) {
     auto still = channels_.find(r.elements[1].str);
     if (still == channels_.end()) break;
-    if (std::find(still->second.begin(), still->second.end(), w) == still->second.end()) continue;
+    const auto& now = still->second.waiters;
+    if (std::find(now.begin(), now.end(), w) == now.end()) continue;
     w->on_release(node, r.elements[2].str);
   }
 }

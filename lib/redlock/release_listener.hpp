@@ -43,7 +43,11 @@ class release_listener {
   release_listener(const release_listener&) = delete;
   release_listener& operator=(const release_listener&) = delete;
 
-  void watch(const std::string& channel, waiter* w);
+  // Starts telling `w` about `channel`. Returns true if the channel's
+  // subscription was already confirmed, so `w` gets no on_subscribed(): what
+  // was published before this call (during its last attempt) was not
+  // heard by it, and it should look again once, as on_subscribed() says.
+  bool watch(const std::string& channel, waiter* w);
   void unwatch(const std::string& channel, waiter* w);
 
   // Closes every connection and timer, then calls `closed`.
@@ -67,7 +71,11 @@ class release_listener {
   std::vector<std::shared_ptr<const tls_context>> tls_;
   std::chrono::milliseconds connect_timeout_;
   std::vector<node_link> links_;
-  std::unordered_map<std::string, std::vector<waiter*>> channels_;
+  struct channel_watch {
+    std::vector<waiter*> waiters;
+    bool confirmed = false;  // a node confirmed the subscription
+  };
+  std::unordered_map<std::string, channel_watch> channels_;
   loop_timer* maintenance_ = nullptr;
   bool closing_ = false;
 };

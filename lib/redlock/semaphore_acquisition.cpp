@@ -219,12 +219,17 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     }
     if (attempts_ >= max_tries_) return finish(why);
     slot_ = open ? *open : least_taken_slot();
+    bool missed = false;
     if (!listening_) {
       listening_ = true;
-      eng_.listener().watch(st_->channel, this);
+      // Another waiter of this process already had the subscription: no
+      // on_subscribed() comes, and releases during our first attempt went
+      // unheard, so we look once more at once (what on_subscribed does).
+      missed = eng_.listener().watch(st_->channel, this) && !looked_after_subscribing_;
+      if (missed) looked_after_subscribing_ = true;
     }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    if (heard_.size() >= st_->quorum) return wake();
+    if (missed || heard_.size() >= st_->quorum) return wake();
     const auto now = clock::now();
     const auto left = now >= try_due_ ? microseconds::zero() : duration_cast<microseconds>(try_due_ - now);
     retry_timer_->start(left, [this] { attempt(); });

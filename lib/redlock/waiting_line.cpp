@@ -131,10 +131,12 @@ bool waiting_line::quorum_open() const {
   return static_cast<std::size_t>(std::count(open_.begin(), open_.end(), true)) >= st_.eng.quorum();
 }
 
-void waiting_line::listen(release_listener::waiter* w) {
-  if (!waits_ || listening_ || st_.eng.shutting_down()) return;
-  for (const auto& channel : st_.channels) st_.eng.listener().watch(channel, w);
+bool waiting_line::listen(release_listener::waiter* w) {
+  if (!waits_ || listening_ || st_.eng.shutting_down()) return false;
+  bool missed = false;
+  for (const auto& channel : st_.channels) missed = st_.eng.listener().watch(channel, w) || missed;
   listening_ = true;
+  return missed;
 }
 
 void waiting_line::stop_listening(release_listener::waiter* w) {

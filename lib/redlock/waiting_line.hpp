@@ -67,7 +67,9 @@ class waiting_line {
   bool quorum_open() const;
 
   // Starts hearing releases of our names (once; not while shutting down).
-  void listen(release_listener::waiter* w);
+  // True if a name's subscription was already active (release_listener::
+  // watch): releases during the attempt just made were not heard.
+  bool listen(release_listener::waiter* w);
   // Stops hearing them.
   void stop_listening(release_listener::waiter* w);
   // Leaves the line on every node we may be in. Not awaited. Sent after an

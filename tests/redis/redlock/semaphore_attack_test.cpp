@@ -123,16 +123,15 @@ TEST_SUITE("semaphore attack") {
                   "two holders of a k = 1 semaphore: " << ra.describe() << " / " << rb.describe());
   }
 
-  // BUG (availability): a waiter's first round runs before it watches the
-  // release channel (semaphore_acquisition.cpp failed(): watch() after the
-  // round), and only the waiter whose watch() opened the channel's
-  // subscription gets on_subscribed() and looks once more
-  // (release_listener.cpp watch(): `if (ws.size() > 1) return;`). A second
-  // waiter of the same Redsync misses every release made during its first
-  // round: here two permits are freed, the first waiter takes one, and the
-  // second sleeps its whole retry delay while the other permit is free.
-  TEST_CASE("a second waiter of one Redsync hears releases made during its first round" *
-            doctest::may_fail()) {
+  // Was an availability bug: a waiter's first round runs before it watches
+  // the release channel, and only the waiter whose watch() opened the
+  // channel's subscription got on_subscribed() and looked once more. A
+  // second waiter of the same Redsync missed every release made during its
+  // first round: here two permits are freed, the first waiter takes one,
+  // and the second slept its whole retry delay while the other was free.
+  // Now watch() says when the subscription was already active, and such a
+  // waiter looks again at once (release_listener::watch).
+  TEST_CASE("a second waiter of one Redsync hears releases made during its first round") {
     cluster c(5);
     prime_records(c.uris());
     const auto name = unique_name("sem-attack-second-waiter");
