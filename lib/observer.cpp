@@ -9,6 +9,10 @@ void observer::on_acquire(const acquire_event&) {}
 void observer::on_release(const release_event&) {}
 void observer::on_extend(const extend_event&) {}
 void observer::on_lost(const lost_event&) {}
+void observer::on_permit_acquire(const permit_acquire_event&) {}
+void observer::on_permit_release(const permit_release_event&) {}
+void observer::on_permit_extend(const permit_extend_event&) {}
+void observer::on_permit_lost(const permit_lost_event&) {}
 void observer::on_node(const node_event&) {}
 
 std::string_view to_string(log_level l) noexcept {

@@ -98,6 +98,13 @@ bool permit::held() const {
   return state_->held && clock::now() < state_->until;
 }
 
+bool permit::lost() const {
+  return state_ && state_->lost.stop_requested();
+}
+std::stop_token permit::lost_token() const {
+  return state_ ? state_->lost.get_token() : std::stop_token{};
+}
+
 result permit::release(const context& ctx) {
   if (state_ && on_loop_thread(*state_->sem)) return would_deadlock();
   return release_future(ctx).get();

@@ -132,6 +132,20 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
            errc::deadline_exceeded, errc::lost, errc::not_held, errc::shutting_down});
   w.header("lost_locks_total", "counter", "Held locks lost under auto-extension.");
   w.sample("lost_locks_total", "", s.lost_locks);
+  // A semaphore's calls (semaphore_acquisition.cpp, permit_operations.cpp).
+  w.calls("permit_acquisitions_total", "Permit acquisitions (acquire, try_acquire) by result.",
+          s.permit_acquisitions,
+          {errc::busy, errc::no_quorum, errc::permits_mismatch, errc::validity_elapsed, errc::cancelled,
+           errc::deadline_exceeded, errc::shutting_down});
+  w.calls("permit_releases_total", "Permit releases by result.", s.permit_releases,
+          {errc::no_quorum, errc::expired, errc::cancelled, errc::deadline_exceeded, errc::lost,
+           errc::not_held, errc::shutting_down});
+  w.calls("permit_extensions_total", "Permit extensions, by hand and automatic, by result.",
+          s.permit_extensions,
+          {errc::no_quorum, errc::validity_elapsed, errc::expired, errc::cancelled, errc::deadline_exceeded,
+           errc::lost, errc::not_held, errc::shutting_down});
+  w.header("lost_permits_total", "counter", "Held permits lost under auto-extension.");
+  w.sample("lost_permits_total", "", s.lost_permits);
   w.header("observer_errors_total", "counter", "Exceptions thrown by observer callbacks or the log hook.");
   w.sample("observer_errors_total", "", s.observer_errors);
   w.per_node(s, "node_connected", "gauge", "1 while a connection to the node is up.",

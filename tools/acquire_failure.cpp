@@ -126,7 +126,7 @@ std::string list_nodes(const std::vector<const node_result*>& nodes, bool with_r
 
 }  // namespace
 
-acquire_verdict judge_acquisition(const result& r) {
+acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
   acquire_verdict v;
   const std::size_t n = r.nodes.size();
   if (n == 0) {
@@ -134,20 +134,20 @@ acquire_verdict judge_acquisition(const result& r) {
     v.why = "no node answered an attempt in time";
     return v;
   }
-  const std::size_t quorum = n / 2 + 1;
+  const std::size_t quorum = what.quorum > 0 ? what.quorum : n / 2 + 1;
   const std::size_t spare = n - quorum;  // nodes a quorum can do without
   std::array<std::vector<const node_result*>, kinds> of;
   for (const auto& node : r.nodes) of[static_cast<std::size_t>(kind_of(node))].push_back(&node);
   const auto count = [&](kind k) { return of[static_cast<std::size_t>(k)].size(); };
 
   std::vector<std::string> reasons;
-  const auto add = [&](kind k, std::string_view what, bool with_reasons) {
+  const auto add = [&](kind k, std::string_view doing, bool with_reasons) {
     if (count(k) == 0) return;
-    reasons.push_back(fmt::format("{}/{} nodes {}: {}", count(k), n, what,
+    reasons.push_back(fmt::format("{}/{} nodes {}: {}", count(k), n, doing,
                                   list_nodes(of[static_cast<std::size_t>(k)], with_reasons)));
   };
   if (count(kind::held) > 0) {
-    reasons.push_back(fmt::format("held by another holder on {}/{} nodes", count(kind::held), n));
+    reasons.push_back(fmt::format("{} on {}/{} nodes", what.held_as, count(kind::held), n));
   }
   add(kind::refused, "refuse", true);
   add(kind::broken, "answer with an error", true);

@@ -6,7 +6,9 @@
 
 #include <redsync/error.hpp>
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace redsync::cli {
 
@@ -26,9 +28,17 @@ struct acquire_verdict {
   std::string why;
 };
 
-/// Judges a failed lock or try_lock. `r.nodes` holds every node of the
-/// Redsync, in order (empty when no attempt was answered, e.g. --wait ran out
-/// during the first one).
-acquire_verdict judge_acquisition(const result& r);
+/// What was acquired: the mutex's words and quorum, or a semaphore's.
+struct acquired_thing {
+  /// The quorum; 0 = a majority of the nodes (a mutex's).
+  std::size_t quorum = 0;
+  /// Says a node refused because others hold it.
+  std::string_view held_as = "held by another holder";
+};
+
+/// Judges a failed lock or try_lock (or a permit's acquisition, with
+/// `what`). `r.nodes` holds every node of the Redsync, in order (empty when
+/// no attempt was answered, e.g. --wait ran out during the first one).
+acquire_verdict judge_acquisition(const result& r, const acquired_thing& what = {});
 
 }  // namespace redsync::cli

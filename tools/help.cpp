@@ -15,9 +15,12 @@ Commands:
   lock [OPTIONS] NAME
                  acquire NAME, print its value and token, hold it until
                  a signal (SIGINT, SIGTERM, ...), release it
+  lock -n K [OPTIONS] NAME ...
+                 the same with one of K permits of the semaphore NAME
+                 (at most K holders at once) instead of the lock NAME
   status [OPTIONS] NAME
                  show what every node holds for NAME, who holds it, and
-                 which nodes do not vote yet
+                 which nodes do not vote yet (a semaphore: its permits)
   ping [OPTIONS] PING every node, with round-trip times and whether its
                  vote counts yet
   help [COMMAND] this help, or a command's (also: redsync COMMAND --help)
@@ -54,12 +57,14 @@ Exit statuses:
   0       lock without a command: released after a signal; status: a
           quorum of nodes answered; ping: all nodes up
   1       ping: some nodes down, a quorum up
-  64      usage or configuration error
+  64      usage or configuration error (lock -n: also nodes that store
+          another number of permits for NAME)
   69      lock: too few nodes reachable or voting for a quorum (down,
           timing out, or not voting yet: restart guard, unverified);
           status/ping: fewer than a quorum of nodes answered
   70      internal error
-  75      lock: held by another holder (not acquired within --wait/--tries)
+  75      lock: held by another holder, or every permit held (not
+          acquired within --wait/--tries)
   76      lock: nodes answer every attempt with an error retrying cannot
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
   77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM),
@@ -75,6 +80,7 @@ Exit statuses:
 const std::string_view lock_help = R"(Usage: redsync lock [OPTIONS] NAME -- COMMAND [ARGS...]
        redsync lock [OPTIONS] NAME -c STRING
        redsync lock [OPTIONS] NAME
+       redsync lock -n K [OPTIONS] NAME ...
 
 Acquire the lock NAME, run COMMAND while holding it (the lock is extended
 automatically while COMMAND runs), release it when COMMAND exits, and exit
@@ -94,11 +100,29 @@ COMMAND gets these environment variables:
   REDSYNC_FENCING_TOKEN  the fencing token of this acquisition
   REDSYNC_NODES          the node URIs, comma-separated
 
+With -n K (--permits K), redsync acquires one of K permits of the counting
+semaphore NAME instead of the lock NAME: at most K holders at once, across
+the nodes (the semaphore's quorum is floor(K*N/(K+1))+1 of the N nodes, not
+a majority). Everything else is the same (extension, loss, signals, hold
+mode), except: there is no waiting line (a waiter may be overtaken) and no
+check attempts while waiting; --fail-fast is refused; every holder of NAME
+must give the same K (nodes that store another K refuse, exit 64). Instead
+of REDSYNC_LOCK_VALUE, COMMAND gets (and hold mode prints)
+  REDSYNC_PERMITS        K
+  REDSYNC_PERMIT_ID      the permit's id (random)
+  REDSYNC_SLOT           the permit's slot, 0..K-1: at most one live permit
+                         has a slot at a time
+  REDSYNC_FENCING_TOKEN  the permit's token; tokens grow per slot, so a
+                         resource that fences keeps the highest token per
+                         slot
+
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
   --tls-server-name NAME, --tls-insecure
                          TLS for rediss:// nodes (see redsync --help)
+  -n, --permits K        a permit of the semaphore NAME of K permits, K in
+                         1..1024, instead of the lock NAME (see above)
   --ttl DURATION         lock expiry on each node; default 8s
   --wait DURATION        give up acquiring after DURATION; 0 = exactly one
                          try; default: keep trying forever
@@ -160,8 +184,9 @@ group gets the terminal (foreground) while it runs; Ctrl-Z is not
 supported (a stopped COMMAND is resumed).
 
 Exit statuses: COMMAND's status (hold mode: 0 once released); 64 usage
-error; 69 too few nodes reachable or voting; 70 internal error; 75 held by
-another holder (not acquired within --wait / --tries); 76 nodes answer
+error (-n: nodes store another K); 69 too few nodes reachable or voting; 70
+internal error; 75 held by another holder, or every permit held (not
+acquired within --wait / --tries); 76 nodes answer
 errors retrying cannot fix; 77 authentication or permission refused; 79
 lock lost while running or held; 126 COMMAND not executable; 127 COMMAND
 not found; 128+N interrupted by signal N while acquiring.
@@ -181,6 +206,12 @@ waits, since when, on how many nodes, and how much of its lease is left.
 Then each node's fencing counter (the next holder's token is above the
 counters of the nodes it wins). Then a summary.
 
+For a semaphore (redsync lock -n K NAME), when a node holds a permit of
+NAME and none holds the lock NAME, or with -n: for every node, the K its
+holders agreed on and each live permit (slot, id, time to live); then each
+permit and on how many nodes it is; then a summary with the semaphore's
+quorum.
+
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)
   --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
@@ -190,6 +221,8 @@ Options:
   --timeout DURATION     per-node connect and reply timeout; default 1s
   --ttl DURATION         judge votes as redsync lock --ttl DURATION would
                          (its restart-guard window); default 8s
+  -n, --permits K        show NAME as a semaphore of K permits (its quorum,
+                         and whether the nodes store another K)
   --json                 print one JSON object instead
   -h, --help             this help
 

@@ -50,16 +50,9 @@ constexpr int hopeless_checks = 2;
 int lock_run::acquire() {
   std::stop_source stop;
   const auto started = steady_clock::now();
-  const bool one_try = cfg_.wait && cfg_.wait->count() == 0;
-  context ctx = cfg_.wait && !one_try ? context::timeout(*cfg_.wait) : context{};
-  ctx = ctx.with(stop.get_token());
-  auto done = [ev = ev_](result r) {
-    {
-      std::lock_guard lk(ev->mu);
-      ev->acquired = std::move(r);
-    }
-    ev->wake.notify();
-  };
+  const bool one_try = cfg_.one_try();
+  const context ctx = acquisition_context(cfg_, stop.get_token());
+  auto done = deliver(ev_, &loop_events::acquired);
   if (one_try) {
     main_.try_lock_async(ctx, std::move(done));
   } else {
@@ -84,17 +77,8 @@ int lock_run::acquire() {
     if (waiting() && !checking) {
       timeout = std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(next_check - steady_clock::now()));
     }
-    const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
-    if (ready.a) {
-      while (auto s = signals_.read()) {
-        if (role_of(s->number) != signal_role::forward_or_interrupt || interrupted_by != 0) continue;
-        interrupted_by = s->number;
-        stop.request_stop();
-      }
-    }
     std::optional<result> check;
-    if (ready.b) {
-      ev_->wake.drain();
+    if (await_acquisition(timeout, interrupted_by, stop)) {
       std::lock_guard lk(ev_->mu);
       if (ev_->acquired) r = std::exchange(ev_->acquired, std::nullopt);
       if (ev_->checked) check = std::exchange(ev_->checked, std::nullopt);
@@ -124,13 +108,7 @@ int lock_run::acquire() {
     if (waiting() && !checking && steady_clock::now() >= next_check) {
       checking = true;
       next_check = steady_clock::now() + every;
-      checker_.try_lock_async(context{}.with(stop.get_token()), [ev = ev_](result c) {
-        {
-          std::lock_guard lk(ev->mu);
-          ev->checked = std::move(c);
-        }
-        ev->wake.notify();
-      });
+      checker_.try_lock_async(context{}.with(stop.get_token()), deliver(ev_, &loop_events::checked));
     }
   }
 
@@ -155,6 +133,20 @@ int lock_run::acquire() {
     return report_failure(detail, judge_acquisition(detail));
   }
   return report_failure(*r, judge_acquisition(*r));
+}
+
+bool lock_run::await_acquisition(std::optional<milliseconds> timeout, int& interrupted_by,
+                                 std::stop_source& stop) {
+  const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), timeout);
+  if (ready.a) {
+    while (auto s = signals_.read()) {
+      if (role_of(s->number) != signal_role::forward_or_interrupt || interrupted_by != 0) continue;
+      interrupted_by = s->number;
+      stop.request_stop();
+    }
+  }
+  if (ready.b) ev_->wake.drain();
+  return ready.b;
 }
 
 void lock_run::explain_tls_ports(result& r) {

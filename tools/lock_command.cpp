@@ -68,25 +68,10 @@ bool in_terminal_foreground() {
 }
 
 mutex_options make_mutex_options(const lock_config& cfg, const std::shared_ptr<loop_events>& ev) {
-  mutex_options mo;
-  mo.expiry = cfg.ttl;
-  mo.tries = cfg.tries.value_or(INT_MAX);
-  if (cfg.retry_delay) {
-    const milliseconds d = *cfg.retry_delay;
-    mo.retry_delay = [d](int) { return d; };
-  }
-  if (cfg.drift_factor) mo.drift_factor = *cfg.drift_factor;
+  auto mo = holding_options<mutex_options>(cfg, ev);
   mo.fail_fast = cfg.fail_fast;
   // Values that say who holds the lock, for `redsync status`.
   mo.value_generator = make_holder_value;
-  mo.auto_extend = true;
-  mo.on_lost = [ev](const result& r) {
-    {
-      std::lock_guard lk(ev->mu);
-      if (!ev->lost_reason) ev->lost_reason = r.describe();
-    }
-    ev->wake.notify();
-  };
   return mo;
 }
 
@@ -109,6 +94,16 @@ std::string signal_name(int sig) {
 
 }  // namespace
 
+std::function<void(const result&)> report_loss_to(std::shared_ptr<loop_events> ev) {
+  return [ev = std::move(ev)](const result& r) {
+    {
+      std::lock_guard lk(ev->mu);
+      if (!ev->lost_reason) ev->lost_reason = r.describe();
+    }
+    ev->wake.notify();
+  };
+}
+
 void print_err(const std::string& line) {
   std::fputs(("redsync: " + line + "\n").c_str(), stderr);
   std::fflush(stderr);
@@ -123,21 +118,18 @@ lock_run::lock_run(const lock_config& cfg)
       checker_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
 
 int lock_run::run() {
-  if (int status = acquire(); status >= 0) return status;
+  if (int status = cfg_.semaphore() ? acquire_permit() : acquire(); status >= 0) return status;
   // Each acquisition has its own lost token; bump the eventfd when it stops.
-  std::stop_callback on_lost_token(held().lost_token(), [ev = ev_] { ev->wake.notify(); });
+  std::stop_callback on_lost_token(held_lost_token(), [ev = ev_] { ev->wake.notify(); });
   return cfg_.hold() ? hold() : run_command();
 }
 
 int lock_run::run_command() {
-  Mutex& m = held();
-  auto [child, err] = child_process::spawn(cfg_.command,
-                                           {{"REDSYNC_LOCK_NAME", cfg_.name},
-                                            {"REDSYNC_LOCK_VALUE", m.value()},
-                                            {"REDSYNC_FENCING_TOKEN", std::to_string(m.token().value)},
-                                            {"REDSYNC_NODES", join(cfg_.nodes, ",")}},
+  auto environment = held_environment();
+  environment.emplace_back("REDSYNC_NODES", join(cfg_.nodes, ","));
+  auto [child, err] = child_process::spawn(cfg_.command, environment,
                                            spawn_options{.kill_grace = cfg_.kill_grace,
-                                                         .valid_until = m.until(),
+                                                         .valid_until = held_until(),
                                                          .margins = margins_,
                                                          .take_terminal = in_terminal_foreground()});
   if (!child) {
@@ -161,26 +153,24 @@ int lock_run::run_command() {
 // (as shell assignments it can source), keep it extended until a signal
 // asks for the release, release it.
 int lock_run::hold() {
-  Mutex& m = held();
-  fmt::print("REDSYNC_LOCK_NAME={}\nREDSYNC_LOCK_VALUE={}\nREDSYNC_FENCING_TOKEN={}\n", shell_word(cfg_.name),
-             shell_word(m.value()), m.token().value);
+  for (const auto& [variable, value] : held_environment()) fmt::print("{}={}\n", variable, shell_word(value));
   std::fflush(stdout);
   if (cfg_.verbose())
-    print_err(fmt::format("holding lock \"{}\" until a signal (SIGINT, SIGTERM, SIGHUP, ...)", cfg_.name));
+    print_err(fmt::format("holding {} until a signal (SIGINT, SIGTERM, SIGHUP, ...)", what()));
   for (;;) {
     const readiness ready = wait_readable(signals_.fd(), ev_->wake.fd(), std::nullopt);
     if (ready.a) {
       while (auto s = signals_.read()) {
         if (role_of(s->number) != signal_role::forward_or_interrupt) continue;
         if (cfg_.verbose()) {
-          print_err(fmt::format("{}: releasing lock \"{}\"", signal_name(s->number), cfg_.name));
+          print_err(fmt::format("{}: releasing {}", signal_name(s->number), what()));
         }
         return release_after_use();
       }
     }
     if (ready.b) ev_->wake.drain();
     if (lost_now()) {
-      print_err(fmt::format("lock \"{}\" lost while held: {}", cfg_.name, lost_reason()));
+      print_err(fmt::format("{} lost while held: {}", what(), lost_reason()));
       release();
       return exit_status::lost;
     }
@@ -208,12 +198,12 @@ bool lock_run::supervise(child_process& child) {
     if (lost || child.try_wait()) continue;
     // until() first: a value read before the loss was reported came from
     // an extension that counted (none made after the loss changes it).
-    const steady_clock::time_point until = held().until();
+    const steady_clock::time_point until = held_until();
     if (lost_now()) {
       lost = true;
       child.terminate_group();
-      print_err(fmt::format("lock \"{}\" lost while running: {}; sent SIGTERM to the command's process group",
-                            cfg_.name, lost_reason()));
+      print_err(fmt::format("{} lost while running: {}; sent SIGTERM to the command's process group", what(),
+                            lost_reason()));
     } else {
       child.extend_deadline(until);
     }
@@ -238,8 +228,8 @@ void lock_run::report_forwarded(const child_process& child, int sig) const {
   }
   print_err(fmt::format(
       "forwarded {} to the command's process group, but the command (pid {}) ignores it, so it is still "
-      "running and lock \"{}\" stays held until it exits; {}",
-      signal_name(sig), child.command_pid(), cfg_.name, how));
+      "running and {} stays held until it exits; {}",
+      signal_name(sig), child.command_pid(), what(), how));
 }
 
 // What the supervisor did on its own as the lock's validity ran out.
@@ -258,10 +248,10 @@ void lock_run::report_enforced(const child_process::deadline_enforcement& e, boo
   done += "the lock's validity ended";
   if (!e.term_before) done += ", before --kill-grace ran out";
   if (lost_reported) {
-    print_err(fmt::format("lock \"{}\": {}", cfg_.name, done));
+    print_err(fmt::format("{}: {}", what(), done));
     return;
   }
-  print_err(fmt::format("lock \"{}\" lost while running: not extended in time; {}", cfg_.name, done));
+  print_err(fmt::format("{} lost while running: not extended in time; {}", what(), done));
 }
 
 bool lock_run::lost_now() {
@@ -269,7 +259,7 @@ bool lock_run::lost_now() {
     std::lock_guard lk(ev_->mu);
     if (ev_->lost_reason) return true;
   }
-  return held().lost();
+  return held_lost();
 }
 
 std::string lock_run::lost_reason() {
@@ -278,8 +268,8 @@ std::string lock_run::lost_reason() {
 }
 
 result lock_run::release() {
-  result r = held().unlock(context{});
-  if (cfg_.verbose()) print_err(fmt::format("released lock \"{}\": {}", cfg_.name, r.describe()));
+  result r = release_held();
+  if (cfg_.verbose()) print_err(fmt::format("released {}: {}", what(), r.describe()));
   return r;
 }
 
@@ -288,14 +278,12 @@ result lock_run::release() {
 // leaves keys that expire within --ttl).
 int lock_run::release_after_use() {
   const result r = release();
-  if (!r && (r.error == errc::expired || r.error == errc::taken || held().lost())) {
-    print_err(fmt::format("lock \"{}\" lost while {}: {}", cfg_.name, cfg_.hold() ? "held" : "running",
-                          r.describe()));
+  if (!r && (r.error == errc::expired || r.error == errc::taken || held_lost())) {
+    print_err(fmt::format("{} lost while {}: {}", what(), cfg_.hold() ? "held" : "running", r.describe()));
     return exit_status::lost;
   }
   if (!r && !cfg_.quiet()) {
-    print_err(
-        fmt::format("could not release lock \"{}\" (it expires within --ttl): {}", cfg_.name, r.describe()));
+    print_err(fmt::format("could not release {} (it expires within --ttl): {}", what(), r.describe()));
   }
   return exit_status::ok;
 }

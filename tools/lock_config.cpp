@@ -3,6 +3,7 @@
 #include "args.hpp"
 
 #include <redsync/options.hpp>
+#include <redsync/semaphore.hpp>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 21> lock_options{{
+constexpr std::array<option_spec, 22> lock_options{{
     {"nodes", 0, true},
     // TLS, for rediss:// nodes (args.hpp, apply_tls_options)
     {"tls-ca", 0, true},
@@ -26,6 +27,7 @@ constexpr std::array<option_spec, 21> lock_options{{
     {"tls-server-name", 0, true},
     {"tls-insecure", 0, false},
     // the lock
+    {"permits", 'n', true},
     {"ttl", 0, true},
     {"wait", 0, true},
     {"tries", 0, true},
@@ -68,6 +70,10 @@ void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_v
       "ms) plus the per-node command timeout ({}: {:g} % of it, at least 1 ms), {} in all",
       ttl_text, ms_text(drift), drift_factor, ms_text(timeout), timeout_factor * 100,
       ms_text(drift + timeout)));
+}
+
+int parse_permits(std::string_view text) {
+  return parse_int("-n/--permits", text, 1, Semaphore::max_permits);
 }
 
 redsync::script_mode parse_script_mode(std::string_view what, std::string_view text) {
@@ -129,6 +135,11 @@ lock_config parse_lock_config(std::span<char* const> argv) {
     cfg.report_every = parse_duration("--report-every", *v);
   }
   cfg.fail_fast = args.has("fail-fast");
+  if (const std::string* v = args.last("permits")) {
+    cfg.permits = parse_permits(*v);
+    if (cfg.fail_fast)
+      throw usage_error("--fail-fast: not available with -n (a permit's attempt asks every node)");
+  }
   // The restart guard keeps freshly started nodes out of the quorum; a
   // throw-away test cluster may turn it off (also via the environment, so a
   // test harness can set it once).

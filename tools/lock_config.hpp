@@ -12,8 +12,11 @@
 namespace redsync::cli {
 
 struct lock_config {
-  bool help = false;                    ///< --help: print help, do nothing else
-  std::string name;                     ///< the lock name (Redis key)
+  bool help = false;  ///< --help: print help, do nothing else
+  std::string name;   ///< the lock name (Redis key), or the semaphore's with -n
+  /// -n/--permits K: acquire one of K permits of the semaphore NAME instead
+  /// of the mutex NAME. nullopt = the mutex.
+  std::optional<int> permits;
   std::vector<std::string> nodes;       ///< node URIs, validated
   std::chrono::milliseconds ttl{8000};  ///< --ttl, default 8s
   /// --wait: nullopt = keep trying without a deadline; 0 = exactly one try.
@@ -40,13 +43,16 @@ struct lock_config {
   bool quiet() const { return verbosity < 0; }
   bool verbose() const { return verbosity > 0; }
   bool hold() const { return command.empty(); }
+  bool semaphore() const { return permits.has_value(); }
+  bool one_try() const { return wait && wait->count() == 0; }
 };
 
 /// Parses the arguments after `lock`. Throws usage_error naming the bad
 /// argument in the tool's own terms: an unknown option, a bad value (also in
 /// $REDSYNC_SCRIPT_MODE), a --ttl too short for the library's rules, a
 /// missing NAME, a command given both after "--" and with -c, an empty
-/// command.
+/// command, a -n that is not a number in 1..Semaphore::max_permits, -n with
+/// --fail-fast.
 lock_config parse_lock_config(std::span<char* const> args);
 
 /// The smallest --ttl the library accepts with `drift_factor`: it must
@@ -54,6 +60,10 @@ lock_config parse_lock_config(std::span<char* const> args);
 /// command timeout (ttl / 20, at least 1 ms). Throws usage_error naming the
 /// option when `ttl` is not above it.
 void check_ttl(std::chrono::milliseconds ttl, double drift_factor, std::string_view ttl_text);
+
+/// Parses the K of -n/--permits: an integer in 1..Semaphore::max_permits.
+/// Throws usage_error naming the option and the value otherwise.
+int parse_permits(std::string_view text);
 
 /// Parses "eval" or "functions". `what` names the source in the error
 /// ("--script-mode", "REDSYNC_SCRIPT_MODE"). Throws usage_error otherwise.

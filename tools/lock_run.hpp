@@ -1,7 +1,8 @@
 // One run of `redsync lock`, from acquiring to releasing. The phases live in
 // their own files: lock_acquire.cpp (acquiring, and saying on stderr why it
-// takes long or cannot succeed), lock_command.cpp (the command, or hold mode
-// without one, and the release).
+// takes long or cannot succeed), permit_acquire.cpp (the same for a permit,
+// with -n), lock_held.cpp (what is held: the mutex or the permit),
+// lock_command.cpp (the command, or hold mode without one, and the release).
 //
 // Threads: the main thread (which owns the child and every signal) and the
 // library's loop thread (which completes the calls and reports a loss). The
@@ -17,10 +18,14 @@
 
 #include <redsync/redsync.hpp>
 
+#include <climits>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redsync::cli {
@@ -29,13 +34,54 @@ namespace redsync::cli {
 struct loop_events {
   notifier wake;
   std::mutex mu;
-  std::optional<result> acquired;          ///< outcome of the acquisition (lock_async / try_lock_async)
-  std::optional<result> checked;           ///< outcome of a check attempt (see lock_acquire.cpp)
-  std::optional<std::string> lost_reason;  ///< set by on_lost
+  std::optional<result> acquired;  ///< outcome of the acquisition (lock_async / try_lock_async)
+  std::optional<result> checked;   ///< outcome of a check attempt (see lock_acquire.cpp)
+  std::optional<acquire_result> permit_acquired;  ///< outcome of a permit's acquisition (-n)
+  std::optional<std::string> lost_reason;         ///< set by on_lost
 };
 
 /// Writes "redsync: LINE" to stderr.
 void print_err(const std::string& line);
+
+/// A callback for the loop thread that stores its outcome in `ev->*slot`
+/// and wakes the main thread.
+template <class T>
+std::function<void(T)> deliver(std::shared_ptr<loop_events> ev, std::optional<T> loop_events::*slot) {
+  return [ev = std::move(ev), slot](T outcome) {
+    {
+      std::lock_guard lk(ev->mu);
+      (*ev).*slot = std::move(outcome);
+    }
+    ev->wake.notify();
+  };
+}
+
+/// The context of the whole acquisition: --wait (but not --wait 0, one
+/// try), cancelled by `stop`.
+inline context acquisition_context(const lock_config& cfg, std::stop_token stop) {
+  const context ctx = cfg.wait && !cfg.one_try() ? context::timeout(*cfg.wait) : context{};
+  return ctx.with(std::move(stop));
+}
+
+/// An on_lost that stores the loss in `ev` for the main thread and wakes it.
+std::function<void(const result&)> report_loss_to(std::shared_ptr<loop_events> ev);
+
+/// The options a mutex and a semaphore share, from the command line: the
+/// attempts, and auto-extension whose loss the main thread is told of.
+template <class Options>
+Options holding_options(const lock_config& cfg, const std::shared_ptr<loop_events>& ev) {
+  Options o;
+  o.expiry = cfg.ttl;
+  o.tries = cfg.tries.value_or(INT_MAX);
+  if (cfg.retry_delay) {
+    const std::chrono::milliseconds d = *cfg.retry_delay;
+    o.retry_delay = [d](int) { return d; };
+  }
+  if (cfg.drift_factor) o.drift_factor = *cfg.drift_factor;
+  o.auto_extend = true;
+  o.on_lost = report_loss_to(ev);
+  return o;
+}
 
 class lock_run {
  public:
@@ -48,11 +94,31 @@ class lock_run {
   // the exit status.
   int acquire();
   void report_waiting(const result& check, std::chrono::steady_clock::duration waited) const;
+  // Waits up to `timeout` (nullopt: no bound) for the loop thread or a
+  // signal. A signal that interrupts an acquisition is kept in
+  // `interrupted_by` (the first only) and stops `stop`. True when the loop
+  // thread woke us.
+  bool await_acquisition(std::optional<std::chrono::milliseconds> timeout, int& interrupted_by,
+                         std::stop_source& stop);
   // Rewords the failure of each redis:// node whose port turns out to speak
   // TLS (asked once per node; see tls_failure.hpp), so that it is judged a
   // refusal rather than an outage.
   void explain_tls_ports(result& r);
   int report_failure(const result& r, const acquire_verdict& v) const;
+
+  // permit_acquire.cpp: -n. Returns -1 once the permit is held, else the
+  // exit status.
+  int acquire_permit();
+
+  // lock_held.cpp: what is held, the mutex or the permit (-n).
+  std::chrono::steady_clock::time_point held_until() const;
+  bool held_lost() const;
+  std::stop_token held_lost_token() const;
+  result release_held();
+  // What the command gets in its environment, and hold mode prints.
+  std::vector<std::pair<std::string, std::string>> held_environment() const;
+  // `lock "NAME"`, or `permit SLOT of semaphore "NAME"`, for messages.
+  std::string what() const;
 
   // lock_command.cpp
   int run_command();
@@ -66,6 +132,7 @@ class lock_run {
   int release_after_use();
 
   Mutex& held() { return checker_won_ ? checker_ : main_; }
+  const Mutex& held() const { return checker_won_ ? checker_ : main_; }
 
   const lock_config& cfg_;
   const deadline_margins margins_;
@@ -78,6 +145,9 @@ class lock_run {
   Mutex main_;
   Mutex checker_;
   bool checker_won_ = false;
+  // -n: the semaphore NAME of K permits, and the permit acquired.
+  std::optional<Semaphore> semaphore_;
+  permit permit_;
   // Per node: whether its port speaks TLS, once asked (explain_tls_ports).
   std::vector<std::optional<bool>> tls_port_;
 };

@@ -3,6 +3,7 @@
 //   redsync lock [options] NAME -- COMMAND [ARGS...]
 //   redsync lock [options] NAME -c STRING
 //   redsync lock [options] NAME            (hold mode: until a signal)
+//   redsync lock -n K [options] NAME ...   (a permit of the semaphore NAME)
 //   redsync status [options] NAME
 //   redsync ping [options]
 //   redsync help | --help | -h ; redsync --version
@@ -15,7 +16,8 @@
 //           of nodes answered; ping: every node is up
 //   1       ping: some nodes are down, but a quorum is up
 //   64      usage or configuration error (EX_USAGE): a bad option, value,
-//           duration or node URI; the message names it
+//           duration or node URI; the message names it; lock -n K: the
+//           nodes store another K for the semaphore
 //   69      nodes unavailable (EX_UNAVAILABLE): lock could not acquire
 //           because too few nodes were reachable or voting for a quorum
 //           (down, timing out, held back by the restart guard, unverified,
@@ -23,7 +25,8 @@
 //           Waiting longer may help.
 //   70      internal error (EX_SOFTWARE)
 //   75      lock could not be acquired within --wait / --tries because
-//           another holder has it (EX_TEMPFAIL): try again later
+//           another holder has it, or every permit is held (EX_TEMPFAIL):
+//           try again later
 //   76      lock: nodes answer every attempt with an error retrying cannot
 //           fix (WRONGTYPE, READONLY, ...), on more nodes than a quorum can
 //           spare (EX_PROTOCOL): an operator must fix the nodes

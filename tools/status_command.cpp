@@ -1,6 +1,7 @@
 // `redsync status NAME`: what every node holds for a lock name, who that
 // holder is (for values `redsync lock` made), whether each node's vote
-// counts yet, each node's fencing counter, and who waits in the line.
+// counts yet, each node's fencing counter, and who waits in the line. A
+// semaphore's name (lock -n) shows its permits instead (semaphore_status.hpp).
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -8,9 +9,11 @@
 #include "help.hpp"
 #include "holder_value.hpp"
 #include "json.hpp"
+#include "lock_config.hpp"
 #include "lock_line.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
+#include "semaphore_status.hpp"
 
 #include <fmt/format.h>
 
@@ -22,7 +25,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 12> status_options{{
+constexpr std::array<option_spec, 13> status_options{{
     {"nodes", 0, true},
     {"tls-ca", 0, true},
     {"tls-ca-dir", 0, true},
@@ -34,6 +37,7 @@ constexpr std::array<option_spec, 12> status_options{{
     {"timeout", 0, true},
     {"ttl", 0, true},
     {"json", 0, false},
+    {"permits", 'n', true},
     {"help", 'h', false},
 }};
 
@@ -92,6 +96,12 @@ int run_status(std::span<char* const> argv) {
     timeout = parse_duration("--timeout", *t);
     if (timeout.count() == 0) throw usage_error("--timeout: must be greater than 0");
   }
+  // A semaphore (lock -n): its own view, asked for with -n or found on the
+  // nodes.
+  std::optional<int> permits;
+  if (const std::string* v = args.last("permits")) permits = parse_permits(*v);
+  if (permits || is_semaphore(uris, name, timeout))
+    return semaphore_status(uris, name, timeout, permits, args.has("json"));
   // Votes are judged as a `redsync lock --ttl TTL` would see them.
   std::chrono::milliseconds ttl{8000};
   if (const std::string* t = args.last("ttl")) ttl = parse_duration("--ttl", *t);

@@ -2,7 +2,7 @@
 
 /// \file
 /// Watching a `Redsync` at work: an `observer` told of every acquisition,
-/// release, extension, lost lock and node state change, and a `log_hook` that
+/// release, extension, lost lock or permit and node state change, and a `log_hook` that
 /// carries the library's warnings to the application's logger. Both are set
 /// in `redsync_options`; the counters any thread can read without callbacks
 /// are in stats.hpp (`Redsync::stats()`).
@@ -27,6 +27,7 @@
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
 #include <redsync/fencing_token.hpp>
+#include <redsync/permit_events.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -166,6 +167,14 @@ class REDSYNC_API observer {
   virtual void on_lost(const lost_event& e);
   /// A node's state changed.
   virtual void on_node(const node_event& e);
+  /// A permit acquisition finished, successfully or not.
+  virtual void on_permit_acquire(const permit_acquire_event& e);
+  /// A permit's release finished.
+  virtual void on_permit_release(const permit_release_event& e);
+  /// A permit's extension finished, by hand or automatic.
+  virtual void on_permit_extend(const permit_extend_event& e);
+  /// A held permit was lost (before `semaphore_options::on_lost` runs).
+  virtual void on_permit_lost(const permit_lost_event& e);
 };
 
 }  // namespace redsync

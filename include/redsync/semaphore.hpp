@@ -8,6 +8,7 @@
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
 #include <redsync/fencing_token.hpp>
+#include <redsync/semaphore_options.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 namespace redsync {
@@ -23,29 +25,6 @@ namespace detail {
 struct semaphore_state;
 struct permit_state;
 }  // namespace detail
-
-/// How a `Semaphore` acquires, extends and releases its permits.
-struct semaphore_options {
-  /// Permit lifetime on each node. Default 8 s. Must exceed drift + per-node
-  /// command timeout.
-  std::chrono::milliseconds expiry = std::chrono::seconds{8};
-  /// Acquisition attempts made by `acquire`, >= 1. Default 32. A try is
-  /// counted once per retry delay: attempts made early on a wake-up are free.
-  /// `try_acquire` makes 1.
-  int tries = 32;
-  /// Delay before attempt `try_number + 1` (from 1). Default (empty):
-  /// uniformly random in [50 ms, 250 ms).
-  std::function<std::chrono::milliseconds(int try_number)> retry_delay{};
-  /// drift = expiry * drift_factor + 2 ms. In [0, 1). Default 0.01.
-  double drift_factor = 0.01;
-  /// Per-node command timeout = expiry * timeout_factor. In (0, 1). Default 0.05.
-  double timeout_factor = 0.05;
-  /// Nodes that must grant a permit. Default 0 = the least safe quorum,
-  /// floor(k*N/(k+1)) + 1 (see `Semaphore::quorum`). A value below it would
-  /// allow more than k holders and is refused (`config_error` naming the
-  /// value and the bound), as is one above N.
-  std::size_t quorum = 0;
-};
 
 /// A permit of a `Semaphore`: granted by a quorum of nodes until `until()`.
 /// Movable, not copyable; an empty permit (default-constructed, moved from,
@@ -92,17 +71,27 @@ class REDSYNC_API permit {
   /// True if granted, not released, and `until()` is in the future.
   bool held() const;
   explicit operator bool() const { return held(); }
+  /// True once the permit was lost under auto-extension
+  /// (`semaphore_options::auto_extend`); false when empty.
+  bool lost() const;
+  /// Stopped when the permit is lost (as `lost()` turns true): poll it, or
+  /// attach a `std::stop_callback` (it runs on the loop thread, must not
+  /// block). Never stopped for an empty permit or after a normal release.
+  std::stop_token lost_token() const;
 
   /// Removes the permit from every node; succeeds iff a quorum of nodes
   /// still had it. Sent to every node whatever `ctx` says, and again in the
   /// background to a node that does not answer, until the permit's expiry.
-  /// `held()` is false once it starts. Errors: expired, no_quorum, not_held
+  /// `held()` is false once it starts, and the auto-extension stops. A
+  /// permit lost under auto-extension is still released where it remains,
+  /// and the call returns `lost`. Errors: expired, no_quorum, lost, not_held
   /// (empty, or already released), deadline_exceeded, cancelled.
   result release(const context& ctx = {});
   /// Pushes the expiry back to `expiry` from now on every node; on a
   /// quorum, `until()` becomes the extension's start + expiry - drift.
   /// Errors: expired (gone from too many nodes), validity_elapsed,
-  /// no_quorum, not_held, deadline_exceeded, cancelled.
+  /// no_quorum, lost (lost under auto-extension), not_held,
+  /// deadline_exceeded, cancelled.
   result extend(const context& ctx = {});
   /// Asynchronous `release`: `done` runs once, on the loop thread, never
   /// inside the call; except on an empty permit, which has no loop: there
@@ -158,6 +147,10 @@ struct acquire_result {
 class REDSYNC_API Semaphore {
  public:
   using callback = std::function<void(acquire_result)>;
+
+  /// The most permits a semaphore may have; `Redsync::new_semaphore`
+  /// refuses more (`config_error`).
+  static constexpr int max_permits = 1024;
 
   Semaphore(Semaphore&& other) noexcept;
   Semaphore& operator=(Semaphore&& other) noexcept;

@@ -101,6 +101,15 @@ struct stats_snapshot {
   call_counts extensions;
   /// Held locks lost under auto-extension.
   std::uint64_t lost_locks = 0;
+  /// Permit acquisitions (`Semaphore::acquire`, `try_acquire`, async
+  /// forms), by outcome. Not counted in `acquisitions`.
+  call_counts permit_acquisitions;
+  /// Permit releases, by outcome.
+  call_counts permit_releases;
+  /// Permit extensions by `permit::extend` and automatic ones, by outcome.
+  call_counts permit_extensions;
+  /// Held permits lost under auto-extension.
+  std::uint64_t lost_permits = 0;
   /// Exceptions thrown by observer callbacks or the log hook (caught).
   std::uint64_t observer_errors = 0;
   /// One entry per node, in node order.
@@ -110,7 +119,9 @@ struct stats_snapshot {
 /// The snapshot in the Prometheus text exposition format (version 0.0.4),
 /// every metric name starting with `prefix` + "_" (default "redsync"):
 /// `_acquisitions_total`, `_releases_total`, `_extensions_total` (label
-/// `result`: "ok" or the `errc` name), `_lost_locks_total`,
+/// `result`: "ok" or the `errc` name), `_lost_locks_total`, the same for
+/// permits (`_permit_acquisitions_total`, `_permit_releases_total`,
+/// `_permit_extensions_total`, `_lost_permits_total`),
 /// `_observer_errors_total`, and per node (label `node`, the address)
 /// `_node_connected`, `_node_excluded`, `_node_reconnects_total`,
 /// `_node_unreachable_total`, `_node_answers_total` (label `status`),

@@ -51,7 +51,7 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       channels(derive(names, release_channel)),
       acquire_keys(concat({&names, &line_keys, &lease_keys}, 1)),
       release_keys(concat({&names, &line_keys, &lease_keys})) {
-  if (opts.auto_extend) wd = std::make_unique<watchdog>(*this);
+  if (opts.auto_extend) wd = std::make_unique<watchdog>(eng, *this, watch_settings::of(opts, timeout));
 }
 
 std::string mutex_state::make_value() const {
@@ -118,6 +118,27 @@ bool mutex_state::has_value(bool for_release) const {
 std::string mutex_state::value_snapshot() const {
   std::lock_guard lk(mu);
   return value;
+}
+
+mutex_state::clock::time_point mutex_state::valid_until() const {
+  std::lock_guard lk(mu);
+  return until;
+}
+
+// Through the queue, so an automatic extension never overlaps a user call.
+void mutex_state::extend_automatically() {
+  submit(op_kind::auto_extend, {}, {}, [self = shared_from_this()](result r) {
+    if (self->wd) self->wd->on_extended(r);
+  });
+}
+
+void mutex_state::mark_lost(const result& why) {
+  {
+    std::lock_guard lk(mu);
+    held = false;
+  }
+  lost.request_stop();
+  eng.telemetry().lost(*this, why);
 }
 
 void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,

@@ -28,7 +28,7 @@ namespace redsync::detail {
 
 enum class op_kind { acquire, try_acquire, release, extend, check, auto_extend };
 
-struct mutex_state : std::enable_shared_from_this<mutex_state> {
+struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::holder {
   using clock = std::chrono::steady_clock;
 
   mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
@@ -93,6 +93,11 @@ struct mutex_state : std::enable_shared_from_this<mutex_state> {
   // There is a value to act on (and, `for_release`, not yet released).
   bool has_value(bool for_release) const;
   std::string value_snapshot() const;
+
+  // The watchdog's view (watchdog.hpp). Loop thread.
+  clock::time_point valid_until() const override;
+  void extend_automatically() override;
+  void mark_lost(const result& why) override;
 
   // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
   // is the value an acquisition will use. Without `done` (a destructor's

@@ -62,6 +62,28 @@ void check_tls_options(const node_options& node) {
   }
 }
 
+// The auto-extension fields a mutex and a semaphore share; `what` names the
+// struct. A zero interval or cap means "default" / "no cap".
+void check_auto_extension(std::string_view what, std::chrono::milliseconds expiry,
+                          std::chrono::milliseconds interval, std::chrono::milliseconds max_hold,
+                          int max_extensions) {
+  if (interval.count() < 0) {
+    fail("{}.auto_extend_interval = {} ms: must not be negative", what, interval.count());
+  }
+  // An interval of a whole expiry or more would let the key expire between
+  // two extensions.
+  if (interval >= expiry) {
+    fail("{}.auto_extend_interval = {} ms: must be less than expiry ({} ms)", what, interval.count(),
+         expiry.count());
+  }
+  if (max_hold.count() < 0) {
+    fail("{}.max_hold = {} ms: must not be negative", what, max_hold.count());
+  }
+  if (max_extensions < 0) {
+    fail("{}.max_extensions = {}: must not be negative", what, max_extensions);
+  }
+}
+
 // The fields a mutex and a semaphore share; `what` names the struct.
 void check_timing(std::string_view what, std::chrono::milliseconds expiry, int tries, double drift_factor,
                   double timeout_factor) {
@@ -170,25 +192,8 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
           "mutex_options.value_generator: set at most one");
     }
   }
-  // Auto-extension: a zero interval or cap means "default" / "no cap".
-  if (options.auto_extend_interval.count() < 0) {
-    fail("mutex_options.auto_extend_interval = {} ms: must not be negative",
-         options.auto_extend_interval.count());
-  }
-  // An interval of a whole expiry or more would let the key expire between
-  // two extensions.
-  if (options.auto_extend_interval >= options.expiry) {
-    fail(
-        "mutex_options.auto_extend_interval = {} ms: must be less than expiry "
-        "({} ms)",
-        options.auto_extend_interval.count(), options.expiry.count());
-  }
-  if (options.max_hold.count() < 0) {
-    fail("mutex_options.max_hold = {} ms: must not be negative", options.max_hold.count());
-  }
-  if (options.max_extensions < 0) {
-    fail("mutex_options.max_extensions = {}: must not be negative", options.max_extensions);
-  }
+  check_auto_extension("mutex_options", options.expiry, options.auto_extend_interval, options.max_hold,
+                       options.max_extensions);
   check_expiry_room("mutex_options", options.expiry, options.drift_factor, options.timeout_factor);
 }
 
@@ -198,6 +203,8 @@ void check_semaphore_options(std::string_view name, const semaphore_options& opt
   }
   check_timing("semaphore_options", options.expiry, options.tries, options.drift_factor,
                options.timeout_factor);
+  check_auto_extension("semaphore_options", options.expiry, options.auto_extend_interval, options.max_hold,
+                       options.max_extensions);
   check_expiry_room("semaphore_options", options.expiry, options.drift_factor, options.timeout_factor);
 }
 

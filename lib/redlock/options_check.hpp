@@ -28,8 +28,8 @@ void check_redsync_options(const redsync_options& options);
 /// validity.
 void check_mutex_options(std::string_view name, const mutex_options& options);
 
-/// Non-empty name; expiry, tries, drift_factor and timeout_factor as for a
-/// mutex. (The permits and the quorum: checked_semaphore_quorum.)
+/// Non-empty name; expiry, tries, drift_factor, timeout_factor and the
+/// auto-extension fields as for a mutex. (The permits and the quorum: checked_semaphore_quorum.)
 void check_semaphore_options(std::string_view name, const semaphore_options& options);
 
 }  // namespace redsync::detail

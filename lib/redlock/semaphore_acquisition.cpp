@@ -187,11 +187,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero())
       return failed(errc::validity_elapsed);
     current_->token = fencing_token{static_cast<std::uint64_t>(token)};
-    {
-      std::lock_guard lk(current_->mu);
-      current_->until = attempt_start_ + st_->opts.expiry - st_->drift;
-      current_->held = true;
-    }
+    current_->mark_granted(attempt_start_, attempt_start_ + st_->opts.expiry - st_->drift);
     finish({});
   }
 
@@ -311,6 +307,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   void report(result r) override {
     acquire_result out;
     const bool ok = r.ok();
+    eng_.telemetry().permit_acquisition(*st_, current_.get(), blocking_, r);
     out.outcome = std::move(r);
     if (ok) out.permit = permit_state::wrap(current_);
     if (done_) done_(std::move(out));

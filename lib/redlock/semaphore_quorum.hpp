@@ -19,13 +19,16 @@
 // which the fencing rule needs: semaphore_scripts.hpp. The count bound
 // above does not rely on slots.)
 
+#include <redsync/semaphore.hpp>
+
 #include <cstddef>
 
 namespace redsync::detail {
 
-/// The most permits a semaphore may have. The acquire script reads every
-/// live permit of the semaphore on each call, so its cost grows with k.
-inline constexpr int max_permits = 1024;
+/// The most permits a semaphore may have (public: the CLI checks -n
+/// against it). The acquire script reads every live permit of the
+/// semaphore on each call, so its cost grows with k.
+inline constexpr int max_permits = Semaphore::max_permits;
 
 /// The least quorum that keeps at most k holders: floor(k*N/(k+1)) + 1,
 /// capped at N (a cap never reached, see above). Preconditions: n >= 1,

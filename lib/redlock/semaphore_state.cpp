@@ -2,6 +2,7 @@
 
 #include "redlock/semaphore_state.hpp"
 
+#include "redlock/permit_operations.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts.hpp"
 #include "redlock/semaphore_scripts.hpp"
@@ -61,6 +62,40 @@ permit_state::permit_state(std::shared_ptr<semaphore_state> s, std::string permi
       undo_call(
           make_script_call(semaphore_release_script(), sem->holder_keys(), {member, sem->channel, "0"})),
       extend_call(make_script_call(semaphore_extend_script(), sem->holder_keys(), {member, sem->expiry_ms})) {
+}
+
+void permit_state::mark_granted(clock::time_point attempt_start, clock::time_point valid_until) {
+  {
+    std::lock_guard lk(mu);
+    until = valid_until;
+    held = true;
+  }
+  if (!sem->opts.auto_extend) return;
+  wd = std::make_unique<watchdog>(sem->eng, *this, watch_settings::of(sem->opts, sem->timeout));
+  wd->start(attempt_start);
+}
+
+permit_state::clock::time_point permit_state::valid_until() const {
+  std::lock_guard lk(mu);
+  return until;
+}
+
+void permit_state::extend_automatically() {
+  submit_extend(
+      shared_from_this(), {},
+      [self = shared_from_this()](result r) {
+        if (self->wd) self->wd->on_extended(r);
+      },
+      extension_kind::automatic);
+}
+
+void permit_state::mark_lost(const result& why) {
+  {
+    std::lock_guard lk(mu);
+    held = false;
+  }
+  lost.request_stop();
+  sem->eng.telemetry().permit_lost(*this, why);
 }
 
 }  // namespace redsync::detail

@@ -8,6 +8,7 @@
 #include "redlock/engine.hpp"
 #include "redlock/round.hpp"
 #include "redlock/script_call.hpp"
+#include "redlock/watchdog.hpp"
 
 #include <redsync/semaphore.hpp>
 
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +51,9 @@ struct semaphore_state {
   round_spec round(const script_call& call, classify_fn classify, fallback_wanted wanted = {}) const;
 };
 
-struct permit_state {
+// A permit is its own holder: it owns its watchdog (auto_extend) and stops
+// it before a release is sent (permit_operations.cpp).
+struct permit_state final : std::enable_shared_from_this<permit_state>, watchdog::holder {
   using clock = std::chrono::steady_clock;
 
   permit_state(std::shared_ptr<semaphore_state> s, std::string permit_id, std::uint32_t permit_slot);
@@ -65,7 +69,21 @@ struct permit_state {
 
   mutable std::mutex mu;
   clock::time_point until{};
-  bool held = false;
+  bool held = false;      // granted, and neither released nor lost
+  bool released = false;  // a release has started (held is false from then)
+  std::stop_source lost;  // stopped when the watchdog declares the permit lost
+
+  // Loop thread. Present while auto-extended (semaphore_options::auto_extend).
+  std::unique_ptr<watchdog> wd;
+
+  // Loop thread: the permit was granted until `valid_until`, its validity
+  // counted from `attempt_start`; starts the watchdog if auto_extend is on.
+  void mark_granted(clock::time_point attempt_start, clock::time_point valid_until);
+
+  // The watchdog's view (watchdog.hpp). Loop thread.
+  clock::time_point valid_until() const override;
+  void extend_automatically() override;
+  void mark_lost(const result& why) override;
 
   // The public handle of a granted permit.
   static redsync::permit wrap(std::shared_ptr<permit_state> st) { return redsync::permit(std::move(st)); }

@@ -3,6 +3,7 @@
 #include "redlock/telemetry.hpp"
 
 #include "redlock/mutex_state.hpp"
+#include "redlock/semaphore_state.hpp"
 
 #include <fmt/format.h>
 
@@ -22,6 +23,11 @@ std::string names_of(std::span<const std::string> names) {
     out += n;
   }
   return out;
+}
+
+// The identity of a permit; its strings live as long as the permit.
+permit_info info_of(const permit_state& p) {
+  return {.semaphore = p.sem->name, .permits = p.sem->permits, .id = p.id, .slot = p.slot, .token = p.token};
 }
 
 }  // namespace
@@ -56,6 +62,10 @@ stats_snapshot telemetry::snapshot() const {
   s.releases = releases_.read();
   s.extensions = extensions_.read();
   s.lost_locks = lost_.load(relaxed);
+  s.permit_acquisitions = permit_acquisitions_.read();
+  s.permit_releases = permit_releases_.read();
+  s.permit_extensions = permit_extensions_.read();
+  s.lost_permits = lost_permits_.load(relaxed);
   s.observer_errors = observer_errors_.load(relaxed);
   s.nodes.resize(size_);
   for (std::size_t i = 0; i < size_; ++i) {
@@ -127,6 +137,40 @@ void telemetry::lost(const mutex_state& st, const result& r) {
   if (logging())
     log(log_level::warning, fmt::format("redsync: lock \"{}\": {}", names_of(st.names), r.describe()));
   notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
+}
+
+void telemetry::permit_acquisition(const semaphore_state& sem, const permit_state* p, bool blocking,
+                                   const result& r) {
+  permit_acquisitions_.add(r);
+  // A failed acquisition names only its semaphore: its last attempt's id
+  // and slot were never granted.
+  permit_info info;
+  if (r.ok() && p) {
+    info = info_of(*p);
+  } else {
+    info.semaphore = sem.name;
+    info.permits = sem.permits;
+  }
+  notify([&](observer& o) { o.on_permit_acquire({.permit = info, .blocking = blocking, .outcome = r}); });
+}
+
+void telemetry::permit_release(const permit_state& p, const result& r) {
+  permit_releases_.add(r);
+  notify([&](observer& o) { o.on_permit_release({.permit = info_of(p), .outcome = r}); });
+}
+
+void telemetry::permit_extension(const permit_state& p, bool automatic, const result& r) {
+  permit_extensions_.add(r);
+  notify(
+      [&](observer& o) { o.on_permit_extend({.permit = info_of(p), .automatic = automatic, .outcome = r}); });
+}
+
+void telemetry::permit_lost(const permit_state& p, const result& r) {
+  lost_permits_.fetch_add(1, relaxed);
+  if (logging())
+    log(log_level::warning, fmt::format("redsync: permit {} (slot {}) of semaphore \"{}\": {}", p.id, p.slot,
+                                        p.sem->name, r.describe()));
+  notify([&](observer& o) { o.on_permit_lost({.permit = info_of(p), .outcome = r}); });
 }
 
 void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds latency) noexcept {

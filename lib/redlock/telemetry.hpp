@@ -40,6 +40,8 @@
 namespace redsync::detail {
 
 struct mutex_state;
+struct semaphore_state;
+struct permit_state;
 
 class telemetry {
  public:
@@ -63,6 +65,12 @@ class telemetry {
   void release(const mutex_state& st, const result& r);
   void extension(const mutex_state& st, bool automatic, const result& r);
   void lost(const mutex_state& st, const result& r);
+  // The same for a semaphore's permits. `p` is the permit granted, or the
+  // last attempt's (null if none was made) on failure.
+  void permit_acquisition(const semaphore_state& sem, const permit_state* p, bool blocking, const result& r);
+  void permit_release(const permit_state& p, const result& r);
+  void permit_extension(const permit_state& p, bool automatic, const result& r);
+  void permit_lost(const permit_state& p, const result& r);
   // Node i answered a round of a lock call (hot path: counters only).
   void answer(std::size_t i, node_status s, std::chrono::microseconds latency) noexcept;
   // Node i said yes to an acquisition; `excluded`: it did not count, `why`.
@@ -112,6 +120,10 @@ class telemetry {
   counts_cell releases_;
   counts_cell extensions_;
   std::atomic<std::uint64_t> lost_{0};
+  counts_cell permit_acquisitions_;
+  counts_cell permit_releases_;
+  counts_cell permit_extensions_;
+  std::atomic<std::uint64_t> lost_permits_{0};
   std::atomic<std::uint64_t> observer_errors_{0};
   const std::shared_ptr<observer> observer_;
   const log_hook log_;

@@ -1,8 +1,6 @@
-// Automatic extension of a held lock and the lost-lock signal.
+// Automatic extension of a held lock or permit and the lost signal.
 
 #include "redlock/watchdog.hpp"
-
-#include "redlock/mutex_state.hpp"
 
 #include <fmt/format.h>
 
@@ -13,11 +11,13 @@ namespace redsync::detail {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 
-watchdog::watchdog(mutex_state& st)
-    : st_(st),
-      interval_(st.opts.auto_extend_interval > std::chrono::milliseconds::zero()
-                    ? microseconds(st.opts.auto_extend_interval)
-                    : microseconds(st.opts.expiry) / 3) {}
+watchdog::watchdog(engine& eng, holder& h, watch_settings s)
+    : eng_(eng),
+      holder_(h),
+      settings_(std::move(s)),
+      interval_(settings_.interval > std::chrono::milliseconds::zero() ? microseconds(settings_.interval)
+                                                                       : microseconds(settings_.expiry) / 3) {
+}
 
 watchdog::~watchdog() {
   stop();
@@ -29,9 +29,9 @@ void watchdog::start(clock::time_point acquired_at) {
   in_flight_ = false;
   extensions_ = 0;
   acquired_at_ = acquired_at;
-  st_.eng.add_task(this);
-  next_ = loop_timer::create(st_.eng.loop().loop());
-  alarm_ = loop_timer::create(st_.eng.loop().loop());
+  eng_.add_task(this);
+  next_ = loop_timer::create(eng_.loop().loop());
+  alarm_ = loop_timer::create(eng_.loop().loop());
   schedule_extension(interval_);
   arm_lost_alarm();
 }
@@ -39,7 +39,7 @@ void watchdog::start(clock::time_point acquired_at) {
 void watchdog::stop() {
   if (!active_) return;
   active_ = false;
-  st_.eng.remove_task(this);
+  eng_.remove_task(this);
   next_->close();
   alarm_->close();
   next_ = alarm_ = nullptr;
@@ -50,11 +50,11 @@ bool watchdog::cap_reached() const {
 }
 
 std::string watchdog::cap_reason() const {
-  if (st_.opts.max_extensions > 0 && extensions_ >= st_.opts.max_extensions)
-    return fmt::format("max_extensions ({}) reached", st_.opts.max_extensions);
-  if (st_.opts.max_hold > std::chrono::milliseconds::zero() &&
-      clock::now() - acquired_at_ >= st_.opts.max_hold)
-    return fmt::format("max_hold ({} ms) reached", st_.opts.max_hold.count());
+  if (settings_.max_extensions > 0 && extensions_ >= settings_.max_extensions)
+    return fmt::format("max_extensions ({}) reached", settings_.max_extensions);
+  if (settings_.max_hold > std::chrono::milliseconds::zero() &&
+      clock::now() - acquired_at_ >= settings_.max_hold)
+    return fmt::format("max_hold ({} ms) reached", settings_.max_hold.count());
   return {};
 }
 
@@ -66,9 +66,7 @@ void watchdog::extend_now() {
   if (!active_ || in_flight_) return;
   if (cap_reached()) return;  // let it run out; the alarm reports the loss
   in_flight_ = true;
-  st_.submit(op_kind::auto_extend, {}, {}, [self = st_.shared_from_this()](result r) {
-    if (self->wd) self->wd->on_extended(r);
-  });
+  holder_.extend_automatically();
 }
 
 void watchdog::on_extended(const result& r) {
@@ -87,13 +85,9 @@ void watchdog::on_extended(const result& r) {
     return declare_lost(r);
   }
   // Retry soon while an extension started now could still land in time.
-  clock::time_point until;
-  {
-    std::lock_guard lk(st_.mu);
-    until = st_.until;
-  }
+  const clock::time_point until = holder_.valid_until();
   const auto retry_in = std::max(microseconds(1000), interval_ / 10);
-  if (clock::now() + retry_in + st_.timeout + margin() < until) {
+  if (clock::now() + retry_in + settings_.timeout + margin() < until) {
     schedule_extension(retry_in);
   } else {
     declare_lost(r);
@@ -103,17 +97,13 @@ void watchdog::on_extended(const result& r) {
 // Slack for a loaded loop (timers firing late, callbacks queued): the lost
 // signal must come before `until`, not merely around it.
 microseconds watchdog::margin() const {
-  return std::max(microseconds(2000), microseconds(st_.opts.expiry) / 50);
+  return std::max(microseconds(2000), microseconds(settings_.expiry) / 50);
 }
 
 void watchdog::arm_lost_alarm() {
-  clock::time_point until;
-  {
-    std::lock_guard lk(st_.mu);
-    until = st_.until;
-  }
+  const clock::time_point until = holder_.valid_until();
   final_alarm_ = false;
-  const auto at = until - st_.timeout - margin();
+  const auto at = until - settings_.timeout - margin();
   alarm_->start(duration_cast<microseconds>(at - clock::now()), [this] { on_lost_alarm(); });
 }
 
@@ -123,11 +113,7 @@ void watchdog::on_lost_alarm() {
     // An extension in flight normally completes within the timeout, so
     // before `until`, and decides. If it has not by `until - margin`, the
     // lock is reported lost anyway: better a false alarm than a late one.
-    clock::time_point until;
-    {
-      std::lock_guard lk(st_.mu);
-      until = st_.until;
-    }
+    const clock::time_point until = holder_.valid_until();
     final_alarm_ = true;
     alarm_->start(duration_cast<microseconds>(until - margin() - clock::now()), [this] { on_lost_alarm(); });
     return;
@@ -151,15 +137,12 @@ void watchdog::declare_lost(const result& why) {
   if (r.reason.empty() && r.error) r.reason = "extension failed: " + r.error.message();
   r.error = make_error_code(errc::lost);
   r.elapsed = duration_cast<microseconds>(clock::now() - acquired_at_);
-  {
-    std::lock_guard lk(st_.mu);
-    st_.held = false;
-  }
-  st_.lost.request_stop();
-  st_.eng.telemetry().lost(st_, r);
-  if (st_.opts.on_lost) {
+  holder_.mark_lost(r);
+  // A copy: the callback may drop the last handle of the holder, and with
+  // it this watchdog.
+  if (auto on_lost = settings_.on_lost) {
     try {
-      st_.opts.on_lost(r);
+      on_lost(r);
     } catch (...) {
       // A user callback must not take the loop down with it.
     }

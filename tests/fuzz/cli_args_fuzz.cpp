@@ -3,9 +3,9 @@
 //
 // The input is split on NUL and newline into arguments, which go through
 // `redsync lock`'s parser, the option splitter with every command's options,
-// and, one by one, the duration, number and node-list parsers. Only
-// usage_error may escape (anything else is a finding), and what parses is in
-// range: durations within 0..7 days, numbers within their bounds, node lists
+// and, one by one, the duration, number (-n among them) and node-list
+// parsers. Only usage_error may escape (anything else is a finding), and
+// what parses is in range: durations within 0..7 days, numbers within their bounds, node lists
 // non-empty and each URI valid; a --ttl the tool accepts the library accepts
 // too, and the other way round.
 
@@ -16,6 +16,7 @@
 
 #include <redsync/error.hpp>
 #include <redsync/options.hpp>
+#include <redsync/semaphore.hpp>
 
 #include <array>
 #include <chrono>
@@ -35,24 +36,13 @@ using namespace redsync::cli;
 using redsync::fuzz::check;
 
 // The options of lock, status and ping together, with short forms.
-constexpr std::array<option_spec, 18> all_options{{
-    {"nodes", 0, true},
-    {"ttl", 0, true},
-    {"wait", 0, true},
-    {"tries", 0, true},
-    {"retry-delay", 0, true},
-    {"drift-factor", 0, true},
-    {"fail-fast", 0, false},
-    {"no-restart-guard", 0, false},
-    {"kill-grace", 0, true},
-    {"value", 0, true},
-    {"timeout", 0, true},
-    {"report-every", 0, true},
-    {"script-mode", 0, true},
-    {"command", 'c', true},
-    {"json", 0, false},
-    {"quiet", 'q', false},
-    {"verbose", 'v', false},
+constexpr std::array<option_spec, 19> all_options{{
+    {"nodes", 0, true},        {"permits", 'n', true},   {"ttl", 0, true},
+    {"wait", 0, true},         {"tries", 0, true},       {"retry-delay", 0, true},
+    {"drift-factor", 0, true}, {"fail-fast", 0, false},  {"no-restart-guard", 0, false},
+    {"kill-grace", 0, true},   {"value", 0, true},       {"timeout", 0, true},
+    {"report-every", 0, true}, {"script-mode", 0, true}, {"command", 'c', true},
+    {"json", 0, false},        {"quiet", 'q', false},    {"verbose", 'v', false},
     {"help", 'h', false},
 }};
 
@@ -111,6 +101,11 @@ void fuzz_lock(std::span<char* const> argv) {
   if (cfg.retry_delay) check_duration(*cfg.retry_delay);
   check_duration(cfg.kill_grace);
   if (cfg.tries) check(*cfg.tries >= 1, "lock: --tries below 1 accepted");
+  if (cfg.permits) {
+    check(*cfg.permits >= 1 && *cfg.permits <= redsync::Semaphore::max_permits,
+          "lock: -n outside 1..1024 accepted");
+    check(!cfg.fail_fast, "lock: -n with --fail-fast accepted");
+  }
   if (cfg.drift_factor) {
     check(std::isfinite(*cfg.drift_factor) && *cfg.drift_factor >= 0 && *cfg.drift_factor < 1,
           "lock: --drift-factor outside [0, 1) accepted");
@@ -168,6 +163,11 @@ void fuzz_values(const std::string& arg) {
   try {
     const int v = parse_int("--x", arg, -5, 5);
     check(v >= -5 && v <= 5, "parse_int outside its bounds");
+  } catch (const usage_error&) {
+  }
+  try {
+    const int k = parse_permits(arg);
+    check(k >= 1 && k <= redsync::Semaphore::max_permits, "parse_permits outside 1..1024");
   } catch (const usage_error&) {
   }
   try {

@@ -131,6 +131,10 @@ void readme_observer(const std::vector<std::string>& uris) {
     void on_extend(const redsync::extend_event&) override {}
     void on_lost(const redsync::lost_event& e) override { std::cout << e.outcome.reason; }
     void on_node(const redsync::node_event&) override {}
+    void on_permit_acquire(const redsync::permit_acquire_event& e) override { std::cout << e.permit.token; }
+    void on_permit_release(const redsync::permit_release_event&) override {}
+    void on_permit_extend(const redsync::permit_extend_event& e) override { (void)e.automatic; }
+    void on_permit_lost(const redsync::permit_lost_event& e) override { std::cout << e.permit.slot; }
   };
   redsync::Redsync rs(uris, {.observer = std::make_shared<my_observer>(),
                              .log = [](redsync::log_level, std::string_view) { /* your logger */ }});
@@ -151,9 +155,20 @@ void readme_semaphore(redsync::Redsync& rs, const std::string& data) {
   }
 }
 
+// README, "Counting semaphores", holding a permit safely
+struct cancellable_worker {
+  void cancel() {}
+} worker;
+void readme_semaphore_watchdog(redsync::Redsync& rs) {
+  auto sem = rs.new_semaphore("jobs", 4, {.expiry = 10s, .auto_extend = true});
+  auto r = sem.acquire(redsync::context::timeout(5s));
+  std::stop_callback stop_work(r.permit.lost_token(),
+                               [&] { worker.cancel(); });  // loop thread: must not block
+}
+
 TEST_CASE("the examples of the headers and the README compile") {
-  const auto compiled =
-      std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example, &redsync_example,
-                      &readme_errors, &readme_api, &readme_observer, &readme_semaphore);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 9);
+  const auto compiled = std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example,
+                                        &redsync_example, &readme_errors, &readme_api, &readme_observer,
+                                        &readme_semaphore, &readme_semaphore_watchdog);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 10);
 }

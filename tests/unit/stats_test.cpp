@@ -89,6 +89,13 @@ TEST_CASE("prometheus_text writes HELP and TYPE once per metric and one sample p
   CHECK(has_line(text, "redsync_releases_total{result=\"ok\"} 6"));
   CHECK(has_line(text, "redsync_extensions_total{result=\"expired\"} 1"));
   CHECK(has_line(text, "redsync_lost_locks_total 1"));
+  // A semaphore's calls, apart from the mutex's.
+  CHECK(has_line(text, "# TYPE redsync_permit_acquisitions_total counter"));
+  CHECK(has_line(text, "redsync_permit_acquisitions_total{result=\"ok\"} 0"));
+  CHECK(has_line(text, "redsync_permit_acquisitions_total{result=\"permits_mismatch\"} 0"));
+  CHECK(has_line(text, "redsync_permit_releases_total{result=\"lost\"} 0"));
+  CHECK(has_line(text, "redsync_permit_extensions_total{result=\"expired\"} 0"));
+  CHECK(has_line(text, "redsync_lost_permits_total 0"));
   CHECK(has_line(text, "redsync_observer_errors_total 3"));
   CHECK(has_line(text, "redsync_node_connected{node=\"127.0.0.1:7001\"} 1"));
   CHECK(has_line(text, "redsync_node_reconnects_total{node=\"127.0.0.1:7001\"} 2"));
@@ -110,7 +117,7 @@ TEST_CASE("prometheus_text writes HELP and TYPE once per metric and one sample p
     CHECK(l.rfind("redsync_", 0) == 0);
     CHECK(l.find(' ') != std::string::npos);
   }
-  CHECK(types == 13);
+  CHECK(types == 17);
   CHECK(text.back() == '\n');
 }
 

@@ -1,0 +1,25 @@
+// `redsync status NAME` for a semaphore (lock -n K NAME): the permits each
+// node holds for it (id, slot, time left), the k the nodes store, and on
+// how many nodes each permit is.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redsync::cli {
+
+/// Whether NAME is a semaphore on these nodes: some node holds a permit of
+/// it and none holds the mutex NAME (a name used as both shows the mutex;
+/// -n shows the semaphore).
+bool is_semaphore(const std::vector<std::string>& uris, const std::string& name,
+                  std::chrono::milliseconds timeout);
+
+/// Prints the semaphore's state (as JSON with `json`); `permits` is the K of
+/// -n, compared with the k the nodes store. Returns the exit status, as
+/// `status` does for a mutex: ok when a quorum of nodes answered.
+int semaphore_status(const std::vector<std::string>& uris, const std::string& name,
+                     std::chrono::milliseconds timeout, std::optional<int> permits, bool json);
+
+}  // namespace redsync::cli
