@@ -22,6 +22,7 @@ namespace redsync {
 namespace detail {
 struct semaphore_state;
 struct permit_state;
+struct semaphore_test_access;
 }  // namespace detail
 
 /// How a `Semaphore` acquires, extends and releases its permits.
@@ -196,6 +197,7 @@ class REDSYNC_API Semaphore {
 
  private:
   friend class Redsync;
+  friend struct detail::semaphore_test_access;  // test-only unsafe variants (not API)
   explicit Semaphore(std::shared_ptr<detail::semaphore_state> state);
   detail::semaphore_state& state() const;
   std::shared_ptr<detail::semaphore_state> state_;
