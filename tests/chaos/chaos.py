@@ -90,9 +90,12 @@ def clients_of(config):
 
 def sem_clients_of(config):
     if config == "meta-semaphore-majority":
-        # Six contenders holding long sections: a holder granted by only a
-        # majority while nodes come and go leaves room for a third.
-        return [("unsafe-sem-%d" % k, k % 2 == 1, 2000, 1200) for k in range(6)]
+        # k + 2 contenders holding long sections while which nodes answer
+        # changes every few hundred ms: holders granted by different
+        # majorities leave room for a third. (More contenders keep every
+        # node full, with the permits that refused nodes never heard were
+        # released, and a third holder finds no room.)
+        return [("unsafe-sem-%d" % k, k % 2 == 1, 5000, 4000) for k in range(PERMITS + 2)]
     if config == "main":
         return SEM_CLIENTS
     return []
@@ -187,7 +190,7 @@ def run_once(args, config, seed, duration):
     elif config == "meta-semaphore-majority":
         # Two nodes at a time refusing connections: holders then get
         # different majorities, the node sets of the README's counter-example.
-        max_expiry = 2000
+        max_expiry = 5000
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"refuse": 1}, gap=(0.1, 0.3))
     else:
         max_expiry = 2000

@@ -96,7 +96,10 @@ def make_schedule(seed, duration, nodes, expiry_ms, kinds=None, majority=False, 
             hold = rng.uniform(0.1, 0.6) * window
         elif kind == "pause_long":
             hold = rng.uniform(1.2, 2.0) * window
-        elif kind in ("partition", "stall", "refuse"):
+        elif kind == "refuse":
+            # Short, so that which nodes answer changes often.
+            hold = rng.uniform(0.3, 1.0)
+        elif kind in ("partition", "stall"):
             hold = rng.uniform(0.2, 2.0) * window
         elif kind == "slow":
             hold = rng.uniform(0.5, 2.0) * window
