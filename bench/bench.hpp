@@ -48,6 +48,9 @@ struct config {
   // redsync_contender next to this program).
   std::vector<int> contention{2, 4, 8, 32, 64};
   std::string contender;
+  // semaphore: k of each point, and the processes contending.
+  std::vector<int> semaphore_permits{1, 4, 16};
+  int semaphore_contenders = 64;
   // memory: locks held at once.
   int locks = 10000;
 };
@@ -61,6 +64,11 @@ json run_failed_lock(const config& cfg);
 json run_memory(const config& cfg);
 json run_ladder(const config& cfg);
 json run_contention(const config& cfg);
+json run_semaphore(const config& cfg);
+
+// A program built next to redsync_bench (bench/meson.build): its path.
+// Throws std::runtime_error when this program's own path is unknown.
+std::string program_next_to_self(std::string_view name);
 
 // A name no other run of the bench uses: "bench:<what>:<pid>:<counter>".
 std::string unique_name(std::string_view what);

@@ -31,13 +31,7 @@ namespace {
 
 std::string contender_program(const config& cfg) {
   if (!cfg.contender.empty()) return cfg.contender;
-  // Built next to redsync_bench (bench/meson.build).
-  char self[PATH_MAX] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw std::runtime_error("cannot find redsync_contender: pass --contender PATH");
-  return (std::filesystem::path(std::string(self, static_cast<std::size_t>(n))).parent_path() /
-          "redsync_contender")
-      .string();
+  return program_next_to_self("redsync_contender");
 }
 
 json summary_json(const redsync::contention::summary& s) {

@@ -1,6 +1,6 @@
 // redsync_bench --nodes URI,... [--only NAME] [--iterations N] [--json]
 // Measurements: floor, cycle, throughput, handover, degraded, failed_lock,
-// memory, ladder, contention (default: floor,cycle,throughput,handover,memory; the degraded ones
+// memory, ladder, contention, semaphore (default: floor,cycle,throughput,handover,memory; the degraded ones
 // need a cluster prepared by scripts/bench).
 
 #include "bench.hpp"
@@ -10,15 +10,26 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 
 namespace bench {
+
+std::string program_next_to_self(std::string_view name) {
+  char self[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw std::runtime_error(fmt::format("cannot find {}: /proc/self/exe unreadable", name));
+  return (std::filesystem::path(std::string(self, static_cast<std::size_t>(n))).parent_path() / name)
+      .string();
+}
 
 std::string unique_name(std::string_view what) {
   static std::atomic<int> counter{0};
@@ -31,7 +42,8 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention (default: floor,cycle,throughput,handover,memory)
+                       memory, ladder, contention, semaphore
+                       (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
   --slow-iterations N  degraded: samples without fail_fast (default: --iterations)
@@ -40,6 +52,9 @@ const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --contenders A,B,..  hand-over contenders (default 2,8,32)
   --contention A,B,..  contention: processes per point (default 2,4,8,32,64)
   --contender PATH     contention: the contender program (default: redsync_contender
+                       next to this program)
+  --semaphore-permits A,B,..  semaphore: k of each point (default 1,4,16)
+  --semaphore-contenders N    semaphore: processes (default 64; redsync_sem_contender
                        next to this program)
   --locks N            memory: locks held at once (default 10000)
   --tries N            failed_lock: tries (default: the library's, 32)
@@ -97,6 +112,10 @@ int main(int argc, char** argv) {
         cfg.contention = split_ints(value());
       } else if (a == "--contender") {
         cfg.contender = value();
+      } else if (a == "--semaphore-permits") {
+        cfg.semaphore_permits = split_ints(value());
+      } else if (a == "--semaphore-contenders") {
+        cfg.semaphore_contenders = std::stoi(std::string(value()));
       } else if (a == "--locks") {
         cfg.locks = std::stoi(std::string(value()));
       } else if (a == "--tries") {
@@ -135,7 +154,7 @@ int main(int argc, char** argv) {
       {"throughput", bench::run_throughput}, {"handover", bench::run_handover},
       {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
       {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
-      {"contention", bench::run_contention},
+      {"contention", bench::run_contention}, {"semaphore", bench::run_semaphore},
   };
   bench::json out;
   try {

@@ -24,6 +24,7 @@ namespace redsync {
 namespace detail {
 struct semaphore_state;
 struct permit_state;
+struct semaphore_test_access;
 }  // namespace detail
 
 /// A permit of a `Semaphore`: granted by a quorum of nodes until `until()`.
@@ -189,6 +190,7 @@ class REDSYNC_API Semaphore {
 
  private:
   friend class Redsync;
+  friend struct detail::semaphore_test_access;  // test-only unsafe variants (not API)
   explicit Semaphore(std::shared_ptr<detail::semaphore_state> state);
   detail::semaphore_state& state() const;
   std::shared_ptr<detail::semaphore_state> state_;

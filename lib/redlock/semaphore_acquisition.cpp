@@ -119,9 +119,9 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     answered_.assign(eng_.size(), false);
     stored_.assign(eng_.size(), 0);
     const std::string slot_text = std::to_string(slot_);
-    const script_call call =
-        make_script_call(semaphore_acquire_script(), st_->acquire_keys(),
-                         {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
+    const script_call call = make_script_call(
+        st_->count_only ? semaphore_acquire_count_only_script() : semaphore_acquire_script(),
+        st_->acquire_keys(), {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
     // A fallback (EVAL after NOSCRIPT) sent after the round reported would
     // follow the undo on the connection and grant a permit nobody releases.
     round_spec spec = st_->round(call, classify_semaphore_acquire, [self = self(), round = rounds_reported_] {

@@ -6,6 +6,7 @@
 #include "util/sha1.hpp"
 
 #include <charconv>
+#include <stdexcept>
 
 namespace redsync::detail {
 
@@ -145,6 +146,19 @@ const lua_script& semaphore_acquire_script() {
 }
 const lua_script& semaphore_release_script() {
   return with_prelude<release_source>();
+}
+const lua_script& semaphore_acquire_count_only_script() {
+  // The production source with the slot test taken out, so that everything
+  // else (rule M, expiry, the counter, the answer) stays the same.
+  static const std::string source = [] {
+    std::string s(with_prelude<acquire_source>().source);
+    const std::string_view test = "slot_live or count >= k";
+    const auto at = s.find(test);
+    if (at == std::string::npos) throw std::logic_error("semaphore acquire script: slot test not found");
+    return s.replace(at, test.size(), "count >= k");
+  }();
+  static const lua_script s{source, sha1_hex(source)};
+  return s;
 }
 const lua_script& semaphore_extend_script() {
   return with_prelude<extend_source>();

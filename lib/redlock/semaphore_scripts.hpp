@@ -54,6 +54,12 @@ std::string permit_member(std::uint32_t slot, std::string_view id);
 // The slot list names the live slots of other permits.
 const lua_script& semaphore_acquire_script();
 
+// TEST ONLY (semaphore_test_access.hpp): the acquire script without rule S,
+// a node then grants any slot while fewer than k permits are live. Unsafe by
+// design: with a majority quorum it lets k+1 holders in, which the chaos
+// meta-test must see. Not in the function library, so eval mode only.
+const lua_script& semaphore_acquire_count_only_script();
+
 // KEYS = set, permits; ARGV = member, channel, "1" to announce the freed
 // slot on the channel (a holder's release) or "0" (the undo of a failed
 // attempt). Returns 1 if the permit was live and is now gone, else 0.

@@ -41,6 +41,10 @@ struct semaphore_state {
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
   const std::string expiry_ms;
+  // TEST ONLY (semaphore_test_access.hpp): nodes count permits but ignore
+  // slots (semaphore_acquire_count_only_script). Set before the state is
+  // shared, never changed after; false for every Semaphore of the API.
+  bool count_only = false;
 
   // Script KEYS, views into the keys above.
   std::vector<std::string_view> acquire_keys() const;

@@ -23,6 +23,12 @@ from nemesis import Nemesis, make_schedule  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMES = ["chaos-a", "chaos-b", "chaos-c"]
+# A counting semaphore contended for alongside the mutex names: k = 2 over 5
+# nodes (quorum 4). The resource has a slot per permit slot, "chaos-sem/0"
+# and "chaos-sem/1", so fencing is checked per slot as the README says.
+SEMAPHORE = "chaos-sem"
+PERMITS = 2
+RESOURCE_NAMES = NAMES + ["%s/%d" % (SEMAPHORE, s) for s in range(PERMITS)]
 NODES = 5
 RESOURCE_MAGIC = 0x31534F4148435352
 
@@ -36,6 +42,15 @@ CLIENTS = [
     # inside one when a fault strikes.
     ("long", "blocking", 3000, False, 1500),
 ]
+# Semaphore clients: (label, async, expiry ms, work ms). Four contenders for
+# two permits, so a waiter usually finds both taken.
+SEM_CLIENTS = [
+    ("sem-blocking", False, 1000, 5),
+    ("sem-blocking-2", False, 1000, 30),
+    ("sem-async", True, 1000, 5),
+    # Long sections checked only before they start, as "long" above.
+    ("sem-long", False, 3000, 1500),
+]
 CLI_TTL_MS = 2000
 CLI_LOOPS = 2
 
@@ -46,6 +61,9 @@ META = {
                             ["stale_write_accepted", "lost_update"]),
     "meta-guard-bypassed": ("nodes emptied one after another, each at once trusted again with a fresh "
                             "counter (a broken restart guard)", ["two_holders", "token_not_increasing"]),
+    "meta-semaphore-majority": ("a semaphore of %d permits with a majority quorum and nodes that count permits "
+                                "but ignore slots (the test-only unsafe variant)" % PERMITS,
+                                ["more_than_k_holders"]),
 }
 
 
@@ -65,7 +83,22 @@ def clients_of(config):
         # Long sections, checked only before they start: a holder is nearly
         # always inside one when the nodes lose its keys.
         return [("long-%d" % k, "blocking", 2000, False, 1200) for k in range(3)]
+    if config == "meta-semaphore-majority":
+        return []  # only the unsafe semaphore's clients (sem_clients_of)
     return CLIENTS
+
+
+def sem_clients_of(config):
+    if config == "meta-semaphore-majority":
+        # k + 2 contenders holding long sections while which nodes answer
+        # changes every few hundred ms: holders granted by different
+        # majorities leave room for a third. (More contenders keep every
+        # node full, with the permits that refused nodes never heard were
+        # released, and a third holder finds no room.)
+        return [("unsafe-sem-%d" % k, k % 2 == 1, 5000, 4000) for k in range(PERMITS + 2)]
+    if config == "main":
+        return SEM_CLIENTS
+    return []
 
 
 def start_clients(run_dir, build, uris, duration, seed, config):
@@ -74,6 +107,8 @@ def start_clients(run_dir, build, uris, duration, seed, config):
     # The broken-guard meta-test contends on one name, so a waiter is always
     # there to take the keys the nodes lost.
     names = NAMES[:1] if config == "meta-guard-bypassed" else NAMES
+    # The resource's slots in order: the mutex names, then the permit slots.
+    resource_names = RESOURCE_NAMES
     for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
         args = [os.path.join(build, "tests/chaos/chaos_client"), "run", "--nodes", ",".join(uris),
                 "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(names),
@@ -84,7 +119,24 @@ def start_clients(run_dir, build, uris, duration, seed, config):
             args.append("--fail-fast")
         log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
         procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
+    for k, (label, use_async, expiry, work) in enumerate(sem_clients_of(config)):
+        args = [os.path.join(build, "tests/chaos/chaos_client"), "semaphore", "--nodes", ",".join(uris),
+                "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(resource_names),
+                "--history", os.path.join(run_dir, "history", label + ".jsonl"), "--client", label,
+                "--semaphore", SEMAPHORE, "--permits", str(PERMITS), "--async", "1" if use_async else "0",
+                "--expiry", str(expiry), "--work", str(work), "--duration", str(duration),
+                "--seed", str(seed * 100 + 50 + k)]
+        if config == "meta-semaphore-majority":
+            args.append("--unsafe-majority-count-only")
+        log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
     return procs
+
+
+def all_clients_of(config):
+    """Every client process of a run, in start_clients' order: (label, auto-extends)."""
+    return ([(c[0], c[1] == "auto") for c in clients_of(config)] +
+            [(c[0], False) for c in sem_clients_of(config)])
 
 
 def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
@@ -127,13 +179,19 @@ def run_once(args, config, seed, duration):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
     build = args.build
     resource = os.path.join(run_dir, "resource.bin")
-    create_resource(resource, len(NAMES), enforce=config != "meta-pause-unfenced")
+    create_resource(resource, len(RESOURCE_NAMES), enforce=config != "meta-pause-unfenced")
 
-    max_expiry = max(c[2] for c in CLIENTS + [("cli", "", CLI_TTL_MS, False, 0)])
+    max_expiry = max([c[2] for c in CLIENTS + [("cli", "", CLI_TTL_MS, False, 0)]] +
+                     [c[2] for c in SEM_CLIENTS])
     if config == "main":
         schedule = make_schedule(seed, duration, NODES, max_expiry)
     elif config == "meta-pause-unfenced":
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"client_pause": 1}, gap=(0.2, 0.8))
+    elif config == "meta-semaphore-majority":
+        # Two nodes at a time refusing connections: holders then get
+        # different majorities, the node sets of the README's counter-example.
+        max_expiry = 5000
+        schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"refuse": 1}, gap=(0.1, 0.3))
     else:
         max_expiry = 2000
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"restart_empty": 1},
@@ -145,7 +203,9 @@ def run_once(args, config, seed, duration):
                       args.redis_server)
     uris = cluster.uris()
     with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES, "uris": uris,
+        sems = {SEMAPHORE: PERMITS} if sem_clients_of(config) else {}
+        json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES,
+                   "semaphores": sems, "resource_names": RESOURCE_NAMES, "uris": uris,
                    "partitions": bool(cluster.firewall.available), "guard_window_ms": max_expiry}, f)
     nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
                       forge=config == "meta-guard-bypassed", majority=config == "meta-guard-bypassed")
@@ -156,18 +216,18 @@ def run_once(args, config, seed, duration):
         stop_at = start + duration
         nemesis.record("start", seed=seed, config=config)
         procs = start_clients(run_dir, build, uris, duration, seed, config)
-        if config != "meta-guard-bypassed":
+        if config not in ("meta-guard-bypassed", "meta-semaphore-majority"):
             lock = threading.Lock()
             for k in range(CLI_LOOPS):
                 t = threading.Thread(target=cli_loop, args=(k, run_dir, build, uris, stop_at, seed, runs_log, lock),
                                      daemon=True)
                 t.start()
                 threads.append(t)
-        nemesis.careful_pids = {p.pid for p, c in zip(procs, clients_of(config)) if c[1] == "auto"}
+        nemesis.careful_pids = {p.pid for p, c in zip(procs, all_clients_of(config)) if c[1]}
         nemesis.run(schedule, start, stop_at - 1.0, seed)
         nemesis.heal_everything()
         with open(os.path.join(run_dir, "clients.jsonl"), "w") as out:
-            for p, c in zip(procs, clients_of(config)):
+            for p, c in zip(procs, all_clients_of(config)):
                 try:
                     status = p.wait(timeout=max(1.0, stop_at - time.monotonic()) + 15)
                 except subprocess.TimeoutExpired:
@@ -201,6 +261,8 @@ def main():
     ap.add_argument("--meta-duration", type=int, default=20, help="seconds of each meta run (default 20)")
     ap.add_argument("--no-meta", action="store_true", help="skip the meta-test")
     ap.add_argument("--meta-only", action="store_true", help="only the meta-test")
+    ap.add_argument("--meta", action="append", choices=sorted(META), metavar="CONFIG",
+                    help="run only this meta configuration (repeatable; default: all of %s)" % ", ".join(META))
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="the build folder (default build/)")
     ap.add_argument("--out", default=os.path.join(REPO, ".chaos"), help="where run folders go (default .chaos/)")
     ap.add_argument("--redis-server", default=os.environ.get("REDSYNC_REDIS_SERVER", "redis-server"))
@@ -232,6 +294,8 @@ def main():
         # certainty: up to three seeds each; a checker blind to a kind fails
         # all three.
         for config, (what, expected) in META.items():
+            if args.meta and config not in args.meta:
+                continue
             for attempt in range(3):
                 s = run_once(args, config, seed + attempt, args.meta_duration)
                 print(report.summary_line(s), flush=True)

@@ -4,10 +4,18 @@
 //   chaos_client run --nodes URI,... --resource FILE --names a,b --history FILE
 //                    --mode blocking|async|auto [--expiry MS] [--fail-fast]
 //                    [--work MS] [--duration S] [--seed N] [--lock-timeout MS]
+//   chaos_client semaphore --nodes URI,... --resource FILE --names a,b,s/0,s/1
+//                    --history FILE --semaphore s --permits K --async 0|1
+//                    [--unsafe-majority-count-only] [--expiry MS] [--work MS]
+//                    [--duration S] [--seed N] [--lock-timeout MS]
 //   chaos_client touch --resource FILE --names a,b --history FILE [--work MS]
 //
 // `run` is a library client (blocking API, async API, or blocking with
-// auto-extension and long sections). `touch` is the command that
+// auto-extension and long sections). `semaphore` contends for a permit of a
+// counting semaphore of K permits (blocking or future API); its sections
+// use the resource's slot named "s/<permit slot>", so fencing is checked per
+// slot. `--unsafe-majority-count-only` makes it the known-unsafe semaphore
+// of the meta-test (lib/redlock/semaphore_test_access.hpp). `touch` is the command that
 // `redsync lock NAME -- chaos_client touch ...` runs: one section with the
 // token the tool passes in REDSYNC_FENCING_TOKEN.
 #include <redsync/redsync.hpp>
@@ -27,6 +35,7 @@
 #include <vector>
 
 #include "history.hpp"
+#include "redlock/semaphore_test_access.hpp"
 #include "section.hpp"
 #include "shared_resource.hpp"
 
@@ -62,7 +71,7 @@ arguments parse(int argc, char** argv) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument \"" + k + "\"");
     k = k.substr(2);
-    if (k == "fail-fast") {
+    if (k == "fail-fast" || k == "unsafe-majority-count-only") {
       a.values[k] = "1";
     } else if (i + 1 < argc) {
       a.values[k] = argv[++i];
@@ -177,6 +186,85 @@ int run_client(const arguments& a) {
   return 0;
 }
 
+std::size_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  throw std::invalid_argument("not in --names: " + name);
+}
+
+int run_semaphore_client(const arguments& a) {
+  const auto names = split(a.get("names"));
+  const std::string name = a.get("semaphore");
+  const int k = static_cast<int>(a.number("permits", 2));
+  const bool async = a.number("async", 0) != 0;
+  const bool unsafe = a.has("unsafe-majority-count-only");
+  const auto expiry = std::chrono::milliseconds(a.number("expiry", 1000));
+  const auto work = std::chrono::milliseconds(a.number("work", 5));
+  const auto duration = std::chrono::seconds(a.number("duration", 60));
+  const auto lock_timeout = std::chrono::milliseconds(a.number("lock-timeout", 3000));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(a.number("seed", ::getpid())));
+  // The resource's slot of each permit slot (checked here, before any call).
+  std::vector<std::size_t> resource_slot;
+  for (int s = 0; s < k; ++s) resource_slot.push_back(index_of(names, fmt::format("{}/{}", name, s)));
+
+  redsync::chaos::shared_resource resource(a.get("resource"));
+  history h(a.get("history"), a.get("client", "semaphore"));
+  // The meta-test restarts no node, and the restart guard's first windows
+  // (every node is new) would take most of its short run.
+  redsync::Redsync rs(split(a.get("nodes")),
+                      redsync::redsync_options{.connect_timeout = 300ms, .restart_guard = !unsafe});
+  const redsync::semaphore_options options{.expiry = expiry};
+  redsync::Semaphore sem = unsafe ? redsync::detail::semaphore_test_access::make_unsafe(
+                                        rs, name, k, options, {.quorum = rs.quorum(), .count_only = true})
+                                  : rs.new_semaphore(name, k, options);
+
+  h.record("start",
+           fmt::format(R"("mode":"semaphore","async":{},"permits":{},"quorum":{},"unsafe":{},"expiry_ms":{},)"
+                       R"("work_ms":{},"lock_timeout_ms":{},"timeout_ms":{})",
+                       async, k, sem.quorum(), unsafe, expiry.count(), work.count(), lock_timeout.count(),
+                       static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor)));
+  const auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+    const auto ctx = redsync::context::timeout(lock_timeout);
+    const auto start = std::chrono::steady_clock::now();
+    h.record("acquire_begin", fmt::format(R"("name":{},"start":{},"deadline":{})", json_string(name),
+                                          to_ns(start), to_ns(ctx.deadline)));
+    redsync::acquire_result r = async ? sem.acquire_future(ctx).get() : sem.acquire(ctx);
+    const auto stop = std::chrono::steady_clock::now();
+    redsync::permit& p = r.permit;
+    h.record("acquire",
+             fmt::format(R"("name":{},"start":{},"end":{},"deadline":{},"slot":{},"token":{},"until":{},{})",
+                         json_string(name), to_ns(start), to_ns(stop), to_ns(ctx.deadline), p.slot(),
+                         p.token().value, r ? to_ns(p.until()) : 0, result_fields(r.outcome)));
+    if (!r) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 100)(rng)));
+      continue;
+    }
+    const std::string section = fmt::format("{}/{}", name, p.slot());
+    if (p.until() - std::chrono::steady_clock::now() > work + expiry / 10) {
+      redsync::chaos::run_section(
+          resource, h,
+          {.slot = resource_slot.at(p.slot()),
+           .name = section,
+           .token = p.token().value,
+           .until_ns = to_ns(p.until()),
+           .work = std::chrono::milliseconds(std::uniform_int_distribution<long>(0, work.count())(rng))});
+    } else {
+      h.record("late", fmt::format(R"("name":{},"token":{})", json_string(section), p.token().value));
+    }
+    const auto u_start = std::chrono::steady_clock::now();
+    h.record("release_begin", fmt::format(R"("name":{},"start":{})", json_string(name), to_ns(u_start)));
+    redsync::result u = async ? p.release_future().get() : p.release(redsync::context{});
+    h.record("release",
+             fmt::format(R"("name":{},"start":{},"end":{},"token":{},{})", json_string(name), to_ns(u_start),
+                         to_ns(std::chrono::steady_clock::now()), p.token().value, result_fields(u)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 20)(rng)));
+  }
+  h.record("stop", "");
+  return 0;
+}
+
 pid_t parent_of(pid_t pid) {
   FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
   if (f == nullptr) return 0;
@@ -225,8 +313,10 @@ int main(int argc, char** argv) {
   try {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "run") return run_client(parse(argc, argv));
+    if (command == "semaphore") return run_semaphore_client(parse(argc, argv));
     if (command == "touch") return run_touch(parse(argc, argv));
-    fmt::print(stderr, "usage: chaos_client run|touch --option value ... (see the source's header)\n");
+    fmt::print(stderr,
+               "usage: chaos_client run|semaphore|touch --option value ... (see the source's header)\n");
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "chaos_client: {}\n", e.what());

@@ -9,8 +9,8 @@ random process id ("proc") each history line carries, never by pid (pids are
 reused within a long run).
 
 A *grant* is a successful acquisition: for a library client, from the return
-of `lock` to the earlier of its `until` (the latest one it saw, as
-auto-extension moves it) and the start of its `unlock`; for a command run by
+of `lock` (or of a semaphore's `acquire`) to the earlier of its `until` (the latest one it saw, as
+auto-extension moves it) and the start of its `unlock` (`release`); for a command run by
 `redsync lock`, from the command's start to its leaving the critical
 section, or to its last record if it was killed (the tool extends the lock
 while the command runs and kills it when the lock is lost).
@@ -51,10 +51,31 @@ Violations (each must be 0):
   was free for longer than a hand-over while the call waited) or
   "overtaken".
 
+For each counting semaphore of the run (run.json "semaphores": name -> k;
+its sections use the resource's slot "<name>/<permit slot>", so the
+resource checks fencing, overlaps and lost updates per permit slot):
+- more_than_k_holders: a grant of the semaphore begins while k others are
+  live (with slots in 0..k-1 this also shows as slot_two_holders).
+- slot_two_holders: a grant begins inside another live grant of the same
+  permit slot.
+- slot_token_not_increasing: token_not_increasing's rule among the grants
+  of one permit slot (tokens of different slots are not ordered).
+- semaphore_liveness: a failed acquisition, unless, for its whole duration,
+  fewer than the client's quorum of nodes (its "start" record; 4 of 5 for
+  k = 2) were untouched by faults, counting a fault as reaching one
+  semaphore expiry past its heal (a permit granted by an attempt whose undo
+  never reached the node stays there that long) and the restart kinds' two
+  guard windows as for liveness; or its own process was stopped; or a
+  holder of the semaphore was stopped or gone; or others held all k
+  permits for the whole call but for stretches no longer than one command
+  timeout plus two of the longest retry delays (a waiter that collided with
+  another undoes and retries) plus slack. A semaphore has no waiting line,
+  so being overtaken is no violation. The example says "idle".
+
 Liveness is also reported per fault kind: of the library lock calls that
 overlapped a fault of that kind ("none": no fault at all), how many
 acquired, how many failed with an excuse (and which), and how many were
-violations.
+violations; the same for semaphore acquisitions.
 """
 
 import glob
@@ -65,7 +86,8 @@ import struct
 SLACK_NS = 300_000_000  # scheduling slack on a loaded 2-core machine
 CLI_OK_STATUS = {0, 69, 75, 79}
 KINDS = ("two_holders", "token_not_increasing", "stale_write_accepted", "lost_update", "unbounded_call",
-         "unfinished_call", "process_failed", "liveness")
+         "unfinished_call", "process_failed", "liveness", "more_than_k_holders", "slot_two_holders",
+         "slot_token_not_increasing", "semaphore_liveness")
 NODES = 5
 # Faults after which a node does not vote until the restart guard has seen
 # it for a window (and its counter is repaired, one more window).
@@ -140,7 +162,7 @@ class NodeFaults:
     fault kinds were active when, for the per-kind liveness report."""
 
     def __init__(self, nemesis, guard_window_ns):
-        self.down = {}  # node -> [(from, to)]
+        self.healed = {}  # node -> [(from, healed)], the heal as logged (plus the guard windows)
         self.active = []  # (from, to, kind), nodes and client pauses
         open_at = {}
         for e in nemesis:
@@ -171,13 +193,14 @@ class NodeFaults:
 
     def close(self, node, kind, start, healed, window):
         extra = 2 * window if kind.startswith(NEEDS_WINDOW) else 0
-        self.down.setdefault(node, []).append((start, healed + extra + SLACK_NS))
+        self.healed.setdefault(node, []).append((start, healed + extra))
         self.active.append((start, healed + extra, kind.split(":")[0]))
 
-    def voting_throughout(self, start, end):
-        """Nodes that no fault touched during [start, end]."""
+    def voting_throughout(self, start, end, after_heal=0):
+        """Nodes that no fault touched during [start, end], a fault reaching
+        `after_heal` ns further than its heal (plus slack)."""
         return sum(1 for n in range(NODES)
-                   if not any(a <= end and b >= start for a, b in self.down.get(n, [])))
+                   if not any(a <= end and b + after_heal + SLACK_NS >= start for a, b in self.healed.get(n, [])))
 
     def kinds_during(self, start, end):
         return sorted({k for a, b, k in self.active if a <= end and b >= start}) or ["none"]
@@ -186,19 +209,25 @@ class NodeFaults:
 class Checker:
     def __init__(self, run_dir):
         self.run_dir = run_dir
-        self.meta = json.load(open(os.path.join(run_dir, "run.json")))
+        with open(os.path.join(run_dir, "run.json")) as f:
+            self.meta = json.load(f)
         self.names = self.meta["names"]
+        # Semaphore name -> k; the resource's slot names (the mutex names,
+        # then "<semaphore>/<slot>" for each permit slot).
+        self.semaphores = self.meta.get("semaphores", {})
+        self.resource_names = self.meta.get("resource_names", self.names)
         self.events = []
         for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
             self.events += load_lines(path)
         self.nemesis = load_lines(os.path.join(run_dir, "nemesis.jsonl"))
         self.cli_runs = {r["run"]: r for r in load_lines(os.path.join(run_dir, "cli-runs.jsonl"))}
         self.clients = load_lines(os.path.join(run_dir, "clients.jsonl"))
-        self.enforce, self.final = read_resource(os.path.join(run_dir, "resource.bin"), self.names)
+        self.enforce, self.final = read_resource(os.path.join(run_dir, "resource.bin"), self.resource_names)
         self.pauses = Pauses(self.nemesis)
         window_ms = self.meta.get("guard_window_ms")
         self.node_faults = NodeFaults(self.nemesis, window_ms * 1_000_000 if window_ms else DEFAULT_GUARD_WINDOW_NS)
         self.liveness_by_fault = {}
+        self.semaphore_liveness_by_fault = {}
         self.why = {}
         self.v = {k: 0 for k in KINDS}
         self.examples = {k: [] for k in KINDS}
@@ -207,6 +236,9 @@ class Checker:
         self.grants = []
         self.locks = []
         self.lock_proc = []  # the process of each entry of self.locks
+        self.acquires, self.acquire_proc = [], []  # semaphore acquisitions, as self.locks
+        self.quorum_of = {}  # proc -> the quorum of its semaphore (its "start" record)
+        self.expiry_of = {}  # proc -> its expiry, ns
 
     def violation(self, kind, detail):
         self.v[kind] += 1
@@ -230,8 +262,27 @@ class Checker:
                 op = e["op"]
                 if op == "start":
                     self.timeout_ns[proc] = e["timeout_ms"] * 1_000_000
-                elif op in ("lock_begin", "unlock_begin"):
+                    if e.get("quorum"):
+                        self.quorum_of[proc] = e["quorum"]
+                    if e.get("expiry_ms"):
+                        self.expiry_of[proc] = e["expiry_ms"] * 1_000_000
+                elif op in ("lock_begin", "unlock_begin", "acquire_begin", "release_begin"):
                     open_calls[op[:-6]] = e
+                elif op == "acquire":
+                    open_calls.pop("acquire", None)
+                    self.acquires.append(e)
+                    self.acquire_proc.append(proc)
+                    self.check_call_bound(e, e["deadline"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "acquire")
+                    if e.get("ok"):
+                        grant = {"proc": proc, "pids": [e["pid"]], "name": e["name"], "slot": e["slot"],
+                                 "token": e["token"], "start": e["start"], "granted": e["end"],
+                                 "until": e["until"], "released": None, "cli": False, "sem": True}
+                        self.grants.append(grant)
+                elif op == "release":
+                    open_calls.pop("release", None)
+                    if grant is not None and grant.get("sem") and grant["released"] is None:
+                        grant["released"] = e["start"]
+                    self.check_call_bound(e, e["start"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "release")
                 elif op == "lock":
                     open_calls.pop("lock", None)
                     self.locks.append(e)
@@ -277,7 +328,7 @@ class Checker:
                             grant["end"] = grant["left"] = e["t"]
                         elif e.get("until") and e["until"] > grant["until"]:
                             grant["until"] = e["until"]
-                if op == "unlock_begin" and grant is not None and not grant["cli"]:
+                if op in ("unlock_begin", "release_begin") and grant is not None and not grant["cli"]:
                     grant["released"] = e["start"]
             # A command that never left was killed (its lock lost, or the run
             # ended): it is known to have acted until its last record.
@@ -323,24 +374,58 @@ class Checker:
         then ran on a node of A's quorum after A's key left it, and so after
         A's increment and write-back there)."""
         for name in self.names:
-            grants = [g for g in self.grants if g["name"] == name]
-            late = {}
-            for key, before in (("granted", lambda g: g["start"]), ("end", lambda g: g["granted"])):
-                earlier = sorted(grants, key=lambda g: g[key] if key == "granted" else self.grant_end(g))
-                best, best_g, k = 0, None, 0
-                for g in sorted(grants, key=before):
-                    while k < len(earlier) and (earlier[k]["granted"] if key == "granted"
-                                                else self.grant_end(earlier[k])) < before(g):
-                        if earlier[k]["token"] > best:
-                            best, best_g = earlier[k]["token"], earlier[k]
-                        k += 1
-                    if best and g["token"] <= best and id(g) not in late:
-                        late[id(g)] = (g, best_g)
-            for g, a in late.values():
+            for g, a in self.tokens_not_increasing([g for g in self.grants if g["name"] == name]):
                 self.violation("token_not_increasing", {
                     "name": name, "token": g["token"], "pid": g["pids"][0], "lock_start": g["start"],
                     "granted": g["granted"],
                     "earlier": {"token": a["token"], "pid": a["pids"][0], "granted": a["granted"]}})
+
+    def tokens_not_increasing(self, grants):
+        """The grants (of one name, or one slot) that break check_tokens'
+        rule, each with the earlier grant whose token it should exceed."""
+        late = {}
+        for key, before in (("granted", lambda g: g["start"]), ("end", lambda g: g["granted"])):
+            earlier = sorted(grants, key=lambda g: g[key] if key == "granted" else self.grant_end(g))
+            best, best_g, k = 0, None, 0
+            for g in sorted(grants, key=before):
+                while k < len(earlier) and (earlier[k]["granted"] if key == "granted"
+                                            else self.grant_end(earlier[k])) < before(g):
+                    if earlier[k]["token"] > best:
+                        best, best_g = earlier[k]["token"], earlier[k]
+                    k += 1
+                if best and g["token"] <= best and id(g) not in late:
+                    late[id(g)] = (g, best_g)
+        return list(late.values())
+
+    def check_semaphores(self):
+        """At most k grants of a semaphore at once, at most one per slot, and
+        per slot the token rule of check_tokens."""
+        for name, k in self.semaphores.items():
+            grants = sorted((g for g in self.grants if g.get("sem") and g["name"] == name),
+                            key=lambda g: g["granted"])
+            open_grants = []
+            for g in grants:
+                open_grants = [a for a in open_grants if self.grant_end(a) > g["granted"]]
+                if len(open_grants) >= k:
+                    self.violation("more_than_k_holders", {
+                        "name": name, "permits": k, "at": g["granted"], "holders": len(open_grants) + 1,
+                        "held": [{"pid": a["pids"][0], "slot": a["slot"], "token": a["token"],
+                                  "granted": a["granted"], "end": self.grant_end(a)} for a in open_grants],
+                        "new": {"pid": g["pids"][0], "slot": g["slot"], "token": g["token"]}})
+                for a in open_grants:
+                    if a["slot"] == g["slot"]:
+                        self.violation("slot_two_holders", {
+                            "name": name, "slot": g["slot"], "at": g["granted"],
+                            "holder": {"pid": a["pids"][0], "token": a["token"], "granted": a["granted"],
+                                       "end": self.grant_end(a)},
+                            "second": {"pid": g["pids"][0], "token": g["token"]}})
+                open_grants.append(g)
+            for slot in range(k):
+                for g, a in self.tokens_not_increasing([g for g in grants if g["slot"] == slot]):
+                    self.violation("slot_token_not_increasing", {
+                        "name": name, "slot": slot, "token": g["token"], "pid": g["pids"][0],
+                        "acquire_start": g["start"], "granted": g["granted"],
+                        "earlier": {"token": a["token"], "pid": a["pids"][0], "granted": a["granted"]}})
 
     def check_resource(self):
         accepted = {}
@@ -358,7 +443,7 @@ class Checker:
             if w["overwrote"]:
                 self.violation("lost_update", {"name": w["name"], "token": w["token"], "at": w["t"]})
         slack = self.observed["writes_unrecorded"]
-        for name in self.names:
+        for name in self.resource_names:
             counter, n = self.final[name]["counter"], accepted.get(name, 0)
             if not n <= counter <= n + slack:
                 self.violation("lost_update", {"name": name, "counter": counter, "accepted_writes": n,
@@ -433,39 +518,101 @@ class Checker:
             return None
         return "contention"
 
+    def semaphore_liveness_reason(self, e, proc):
+        """Why failed acquisition e is excused, or None when it is a
+        violation. A semaphore has no waiting line (a waiter may be
+        overtaken any number of times), so contention is judged by the
+        count alone: others must have held k permits for the whole call but
+        for stretches no longer than a retry after a collision."""
+        start, end = e["start"], e["end"]
+        k = self.semaphores.get(e["name"], 1)
+        q = self.quorum_of.get(proc, NODES // 2 + 1)
+        # A node that a fault touched may keep a permit of an attempt whose
+        # undo never reached it (sent while it was stopped, cut off or
+        # resetting connections) for up to one expiry after the fault.
+        reach = max((self.expiry_of[p] for p in self.quorum_of), default=0)
+        if self.node_faults.voting_throughout(start, end, after_heal=reach) < q:
+            return "quorum_touched"
+        if self.pauses.paused_within([e["pid"]], start, end):
+            return "caller_paused"
+        during = [g for g in self.grants if g.get("sem") and g["name"] == e["name"] and g["proc"] != proc
+                  and self.occupancy(g)[0] <= end and self.occupancy(g)[1] >= start]
+        if any(self.holder_gone_or_paused(g, start, end) for g in during):
+            return "holder_paused_or_gone"
+        # The longest stretch of the call with fewer than k permits held by
+        # others. A waiter retries within the longest retry delay, or at
+        # once when woken by a release; one that collided with another
+        # waiter (each granted by some nodes, neither by a quorum) undoes
+        # and retries within one more retry delay.
+        allowed = self.timeout_ns.get(proc, 0) + 2 * MAX_RETRY_DELAY_NS + SLACK_NS
+        edges = sorted([(self.occupancy(g)[0], 1) for g in during] + [(self.occupancy(g)[1], -1) for g in during])
+        held, free_since, gap = 0, start, 0
+        for t, step in edges:
+            if t > start and held < k and free_since is not None:
+                gap = max(gap, min(t, end) - max(free_since, start))
+            held += step
+            free_since = None if held >= k else (free_since if free_since is not None else t)
+        if free_since is not None:
+            gap = max(gap, end - max(free_since, start))
+        if gap > allowed:
+            self.why = {"why": "idle", "fewer_than_k_held_ms": gap / 1e6, "allowed_ms": allowed / 1e6}
+            return None
+        return "contention"
+
+    def check_semaphore_liveness(self):
+        for e, proc in zip(self.acquires, self.acquire_proc):
+            kinds = self.node_faults.kinds_during(e["start"], e["end"])
+            reason = "acquired" if e.get("ok") else self.semaphore_liveness_reason(e, proc)
+            self.count_liveness(self.semaphore_liveness_by_fault, kinds, reason)
+            if reason is None:
+                self.violation("semaphore_liveness", dict(self.why, name=e["name"], pid=e["pid"],
+                                                          client=e.get("client"), error=e.get("error"),
+                                                          ms=(e["end"] - e["start"]) / 1e6, start=e["start"],
+                                                          faults=kinds))
+
+    @staticmethod
+    def count_liveness(table, kinds, reason):
+        for k in kinds:
+            row = table.setdefault(k, {"lock_calls": 0, "acquired": 0, "excused": {}, "violations": 0})
+            row["lock_calls"] += 1
+            if reason == "acquired":
+                row["acquired"] += 1
+            elif reason is None:
+                row["violations"] += 1
+            else:
+                row["excused"][reason] = row["excused"].get(reason, 0) + 1
+        for row in table.values():
+            row["liveness"] = round(row["acquired"] / row["lock_calls"], 3) if row["lock_calls"] else 0.0
+
     def check_liveness(self):
         for e, proc in zip(self.locks, self.lock_proc):
             kinds = self.node_faults.kinds_during(e["start"], e["end"])
             reason = "acquired" if e.get("ok") else self.liveness_reason(e, proc)
-            for k in kinds:
-                row = self.liveness_by_fault.setdefault(k, {"lock_calls": 0, "acquired": 0, "excused": {},
-                                                            "violations": 0})
-                row["lock_calls"] += 1
-                if reason == "acquired":
-                    row["acquired"] += 1
-                elif reason is None:
-                    row["violations"] += 1
-                else:
-                    row["excused"][reason] = row["excused"].get(reason, 0) + 1
+            self.count_liveness(self.liveness_by_fault, kinds, reason)
             if reason is None:
                 self.violation("liveness", dict(self.why, name=e["name"], pid=e["pid"], client=e.get("client"),
                                                 error=e.get("error"), ms=(e["end"] - e["start"]) / 1e6,
                                                 start=e["start"], faults=kinds))
-        for row in self.liveness_by_fault.values():
-            row["liveness"] = round(row["acquired"] / row["lock_calls"], 3) if row["lock_calls"] else 0.0
 
     def summary(self):
         self.replay()
         self.check_exclusion()
         self.check_tokens()
+        self.check_semaphores()
         self.check_resource()
         self.check_processes()
         self.check_liveness()
+        self.check_semaphore_liveness()
         ok = sum(1 for e in self.locks if e.get("ok"))
         errors = {}
         for e in self.locks:
             if not e.get("ok"):
                 errors[e["error"]] = errors.get(e["error"], 0) + 1
+        acquired = sum(1 for e in self.acquires if e.get("ok"))
+        acquire_errors = {}
+        for e in self.acquires:
+            if not e.get("ok"):
+                acquire_errors[e["error"]] = acquire_errors.get(e["error"], 0) + 1
         cli_status = {}
         for r in self.cli_runs.values():
             cli_status[str(r["status"])] = cli_status.get(str(r["status"]), 0) + 1
@@ -485,15 +632,20 @@ class Checker:
                 "liveness": round(ok / len(self.locks), 3) if self.locks else 0.0,
                 "lock_errors": errors,
                 "grants": len(self.grants),
+                "semaphores": self.semaphores,
+                "acquire_calls": len(self.acquires), "acquire_ok": acquired,
+                "semaphore_liveness": round(acquired / len(self.acquires), 3) if self.acquires else 0.0,
+                "acquire_errors": acquire_errors,
                 "cli_runs": len(self.cli_runs), "cli_exit_status": cli_status,
             },
             "liveness_by_fault": self.liveness_by_fault,
+            "semaphore_liveness_by_fault": self.semaphore_liveness_by_fault,
             "faults": faults,
             "skipped_faults": skipped,
             "observed": self.observed,
             "violations": self.v,
             "examples": {k: x for k, x in self.examples.items() if x},
-            "final_counters": {n: self.final[n]["counter"] for n in self.names},
+            "final_counters": {n: self.final[n]["counter"] for n in self.resource_names},
         }
 
 

@@ -17,6 +17,7 @@ import checker  # noqa: E402
 
 MS = 1_000_000
 NAMES = ["a"]
+SEM = "s"  # the semaphore of the semaphore tests, k = History.permits
 
 
 class History:
@@ -27,6 +28,37 @@ class History:
         os.makedirs(os.path.join(self.dir, "history"))
         self.events, self.runs, self.nemesis, self.clients = [], [], [], []
         self.counter = 0
+        self.permits = 0  # k of semaphore SEM, 0 = no semaphore in the run
+
+    def sem_client(self, proc, permits=2, quorum=4, expiry_ms=1000, pid=None):
+        """A semaphore client of SEM (k = permits), as chaos_client semaphore records it."""
+        pid = pid or proc
+        self.permits = permits
+        self.events.append({"t": 0, "proc": proc, "pid": pid, "op": "start", "mode": "semaphore",
+                            "permits": permits, "quorum": quorum, "expiry_ms": expiry_ms, "timeout_ms": 50})
+        self.clients.append({"client": "s%d" % proc, "pid": pid, "status": 0})
+
+    def acquire(self, proc, start, end, slot, token, until, ok=True, pid=None):
+        pid = pid or proc
+        deadline = start + 3000 * MS
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "acquire_begin", "name": SEM,
+                            "start": start, "deadline": deadline})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "acquire", "name": SEM, "start": start,
+                            "end": end, "deadline": deadline, "slot": slot if ok else 0,
+                            "token": token if ok else 0, "until": until if ok else 0, "ok": ok,
+                            "error": "" if ok else "busy"})
+
+    def release(self, proc, start, end, pid=None):
+        pid = pid or proc
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "release_begin", "name": SEM,
+                            "start": start})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "release", "name": SEM, "start": start,
+                            "end": end, "ok": True, "error": ""})
+
+    def hold_permit(self, proc, start, slot, token, length=50 * MS):
+        """A whole cycle of a permit: acquired at start (10 ms), released after length."""
+        self.acquire(proc, start, start + 10 * MS, slot, token, start + 1000 * MS)
+        self.release(proc, start + length, start + length + 2 * MS)
 
     def client(self, proc, pid=None, timeout_ms=50):
         pid = pid or proc
@@ -102,12 +134,17 @@ class History:
             with open(os.path.join(self.dir, name), "w") as f:
                 for r in rows:
                     f.write(json.dumps(r) + "\n")
+        slots = ["%s/%d" % (SEM, s) for s in range(self.permits)]
         with open(os.path.join(self.dir, "run.json"), "w") as f:
-            json.dump({"seed": 1, "config": "test", "duration": 1, "names": NAMES}, f)
+            json.dump({"seed": 1, "config": "test", "duration": 1, "names": NAMES,
+                       "semaphores": {SEM: self.permits} if self.permits else {},
+                       "resource_names": NAMES + slots}, f)
         counter = self.counter if counter is None else counter
         with open(os.path.join(self.dir, "resource.bin"), "wb") as f:
-            f.write(struct.pack("<QQQ", 0x31534F4148435352, 1, 1).ljust(64, b"\0"))
+            f.write(struct.pack("<QQQ", 0x31534F4148435352, 1 + len(slots), 1).ljust(64, b"\0"))
             f.write(struct.pack("<QQQ", 0, counter, 0).ljust(64, b"\0"))
+            for _ in slots:  # the semaphore tests write nothing there
+                f.write(b"\0" * 64)
         return checker.check(self.dir)
 
 
@@ -341,6 +378,139 @@ class LivenessTest(unittest.TestCase):
         h.lock(1, 0, 10 * MS, token=1, until=1000 * MS)  # never unlocks: the process was killed
         h.lock(2, 30 * MS, 3030 * MS, token=0, until=0, ok=False)
         self.assertEqual(h.check()["liveness"], 0)
+
+
+class SemaphoreTest(unittest.TestCase):
+    """A semaphore of k = 2 permits over 5 nodes (quorum 4): at most k grants
+    at once, one per slot, tokens increasing per slot, and a failed
+    acquisition judged by the count of permits others held."""
+
+    def test_a_clean_history_of_two_slots_handed_over_has_no_violation(self):
+        h = History()
+        for p in (1, 2, 3):
+            h.sem_client(p)
+        h.hold_permit(1, 0, slot=0, token=5)
+        h.hold_permit(2, 10 * MS, slot=1, token=6)
+        # 3 waited while both were held, got slot 0 after 1 released it.
+        h.acquire(3, 20 * MS, 55 * MS, slot=0, token=7, until=1055 * MS)
+        h.release(3, 100 * MS, 102 * MS)
+        # Tokens of different slots are not ordered: slot 1 may get a lower one.
+        h.hold_permit(2, 200 * MS, slot=1, token=6 + 1)
+        h.hold_permit(1, 300 * MS, slot=0, token=8)
+        self.assertEqual({k: n for k, n in h.check().items() if n}, {})
+
+    def test_a_third_grant_while_two_permits_are_held_is_more_than_k_holders(self):
+        h = History()
+        for p in (1, 2, 3):
+            h.sem_client(p)
+        h.acquire(1, 0, 10 * MS, slot=0, token=1, until=1000 * MS)
+        h.acquire(2, 0, 20 * MS, slot=1, token=2, until=1000 * MS)
+        h.acquire(3, 0, 30 * MS, slot=0, token=3, until=1000 * MS)  # k + 1 = 3 live grants
+        s = h.summary()
+        self.assertEqual(s["violations"]["more_than_k_holders"], 1)
+        self.assertEqual(s["examples"]["more_than_k_holders"][0]["holders"], 3)
+        # With slots in 0..k-1, a (k+1)th holder always shares a slot.
+        self.assertEqual(s["violations"]["slot_two_holders"], 1)
+
+    def test_a_grant_after_a_holders_validity_ended_is_not_more_than_k(self):
+        h = History()
+        for p in (1, 2, 3):
+            h.sem_client(p)
+        h.acquire(1, 0, 10 * MS, slot=0, token=1, until=500 * MS)  # never released: expired
+        h.acquire(2, 0, 20 * MS, slot=1, token=2, until=1000 * MS)
+        h.acquire(3, 400 * MS, 510 * MS, slot=0, token=3, until=1500 * MS)
+        self.assertEqual({k: n for k, n in h.check().items() if n and k != "semaphore_liveness"}, {})
+
+    def test_two_live_grants_of_one_slot_are_slot_two_holders_even_within_k(self):
+        h = History()
+        h.sem_client(1), h.sem_client(2)
+        h.acquire(1, 0, 10 * MS, slot=1, token=1, until=1000 * MS)
+        h.acquire(2, 0, 20 * MS, slot=1, token=2, until=1000 * MS)
+        v = h.check()
+        self.assertEqual(v["slot_two_holders"], 1)
+        self.assertEqual(v["more_than_k_holders"], 0)
+
+    def test_a_lower_token_on_a_slot_after_an_earlier_grant_of_it_is_not_increasing(self):
+        h = History()
+        h.sem_client(1), h.sem_client(2)
+        h.hold_permit(1, 0, slot=0, token=10)
+        h.hold_permit(2, 100 * MS, slot=0, token=10)  # equal: not above
+        v = h.check()
+        self.assertEqual(v["slot_token_not_increasing"], 1)
+        self.assertEqual(v["token_not_increasing"], 0)  # the mutex rule is not applied across slots
+
+    def test_an_acquisition_returning_past_its_deadline_or_never_is_reported(self):
+        h = History()
+        h.sem_client(1)
+        h.acquire(1, 0, 4000 * MS, slot=0, token=0, until=0, ok=False)
+        h.events.append({"t": 5000 * MS, "proc": 1, "pid": 1, "op": "acquire_begin", "name": SEM,
+                         "start": 5000 * MS, "deadline": 8000 * MS})
+        v = h.check()
+        self.assertEqual(v["unbounded_call"], 1)
+        self.assertEqual(v["unfinished_call"], 1)
+
+    def test_a_failed_acquisition_while_a_permit_sat_free_is_a_violation(self):
+        h = History()
+        h.sem_client(1), h.sem_client(2)
+        h.acquire(1, 0, 10 * MS, slot=0, token=1, until=4000 * MS)
+        h.release(1, 3500 * MS, 3502 * MS)
+        # One permit of two held throughout: the other was free for 3 s.
+        h.acquire(2, 20 * MS, 3020 * MS, slot=0, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["semaphore_liveness"], 1)
+        self.assertEqual(s["examples"]["semaphore_liveness"][0]["why"], "idle")
+        self.assertEqual(s["semaphore_liveness_by_fault"]["none"]["violations"], 1)
+        self.assertEqual(s["violations"]["liveness"], 0)  # the mutex's rule is not applied to it
+
+    def test_a_failed_acquisition_while_others_held_every_permit_is_contention(self):
+        h = History()
+        for p in (1, 2, 3):
+            h.sem_client(p)
+        # Two holders cycle; gaps of 10 ms between a release and the next grant.
+        for n in range(10):
+            h.hold_permit(1, n * 400 * MS, slot=0, token=2 * n + 1, length=390 * MS)
+            h.hold_permit(2, n * 400 * MS + 5 * MS, slot=1, token=2 * n + 2, length=390 * MS)
+        h.acquire(3, 20 * MS, 3020 * MS, slot=0, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["semaphore_liveness"], 0)
+        self.assertEqual(s["semaphore_liveness_by_fault"]["none"]["excused"], {"contention": 1})
+
+    def test_one_faulted_node_does_not_excuse_a_failure_but_two_do_with_quorum_4(self):
+        h = History()
+        h.sem_client(2)
+        h.node_fault("stall", [0], 0, 3500 * MS)
+        h.acquire(2, 20 * MS, 3020 * MS, slot=0, token=0, until=0, ok=False)
+        self.assertEqual(h.check()["semaphore_liveness"], 1)  # 4 nodes voting: a quorum of 4
+        h.node_fault("pause_short", [1], 1000 * MS, 1200 * MS)
+        s = h.summary()
+        self.assertEqual(s["violations"]["semaphore_liveness"], 0)
+        self.assertEqual(s["semaphore_liveness_by_fault"]["pause_short"]["excused"], {"quorum_touched": 1})
+
+    def test_a_node_healed_less_than_one_expiry_before_the_call_still_counts_as_touched(self):
+        # A permit of an attempt whose undo never reached it may stay there
+        # for one expiry after the fault.
+        h = History()
+        h.sem_client(2, expiry_ms=1000)
+        h.node_fault("drop", [0], 0, 0)
+        h.node_fault("drop", [1], 0, 0)
+        h.acquire(2, 900 * MS, 3900 * MS, slot=0, token=0, until=0, ok=False)
+        self.assertEqual(h.check()["semaphore_liveness"], 0)
+        h.events.clear()
+        h.sem_client(2, expiry_ms=1000)
+        h.acquire(2, 1500 * MS, 4500 * MS, slot=0, token=0, until=0, ok=False)  # past it: a violation
+        self.assertEqual(h.check()["semaphore_liveness"], 1)
+
+    def test_a_failed_acquisition_while_a_holder_was_paused_is_excused(self):
+        h = History()
+        for p in (1, 2, 3):
+            h.sem_client(p)
+        h.acquire(1, 0, 10 * MS, slot=0, token=1, until=1000 * MS)
+        h.pause(1, 20 * MS, 2500 * MS)
+        h.acquire(3, 30 * MS, 3030 * MS, slot=0, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["semaphore_liveness"], 0)
+        self.assertEqual(s["semaphore_liveness_by_fault"]["client_pause"]["excused"],
+                         {"holder_paused_or_gone": 1})
 
 
 if __name__ == "__main__":

@@ -37,6 +37,14 @@ KINDS = {
     "split_then_loss": 3,
 }
 
+# Kinds only some runs ask for (make_schedule's `kinds`), kept out of KINDS
+# so that a seed's main schedule stays what it was:
+#   refuse: the proxy resets every connection and refuses new ones until the
+#   heal, so nothing sent meanwhile ever reaches the node (a stall or a
+#   pause delivers it late). The semaphore meta-test uses it to give holders
+#   different majorities.
+EXTRA_KINDS = ("refuse",)
+
 # Faults that leave a node unable to vote until the guard window has passed.
 NEEDS_WINDOW = {"kill_restart", "kill_restart_late", "restart_empty", "replace", "flush"}
 
@@ -88,6 +96,9 @@ def make_schedule(seed, duration, nodes, expiry_ms, kinds=None, majority=False, 
             hold = rng.uniform(0.1, 0.6) * window
         elif kind == "pause_long":
             hold = rng.uniform(1.2, 2.0) * window
+        elif kind == "refuse":
+            # Short, so that which nodes answer changes often.
+            hold = rng.uniform(0.3, 1.0)
         elif kind in ("partition", "stall"):
             hold = rng.uniform(0.2, 2.0) * window
         elif kind == "slow":
@@ -233,6 +244,11 @@ class Nemesis:
                 c.proxy.command(i, "drop")
             self.record("heal", kind=kind, nodes=nodes)
             return None
+        if kind == "refuse":
+            for i in nodes:
+                c.proxy.command(i, "refuse", "on")
+                c.proxy.command(i, "drop")
+            return lambda: self.proxy_accept(nodes)
         if kind == "flush":
             from cluster import redis_call
             for i in nodes:
@@ -296,6 +312,12 @@ class Nemesis:
         for i in nodes:
             self.cluster.proxy.command(i, "normal")
         self.record("heal", kind=kind, nodes=nodes)
+
+    def proxy_accept(self, nodes):
+        self.healed(nodes)
+        for i in nodes:
+            self.cluster.proxy.command(i, "refuse", "off")
+        self.record("heal", kind="refuse", nodes=nodes)
 
     def holders(self):
         """Pids in a critical section now, from the resource's occupant pids."""
@@ -377,4 +399,5 @@ class Nemesis:
                 s.start()
             s.signal(signal.SIGCONT)
             self.cluster.proxy.command(i, "normal")
+            self.cluster.proxy.command(i, "refuse", "off")
         self.record("heal_all")

@@ -11,10 +11,21 @@ def _counts(d):
 
 def summary_line(s):
     o = s["operations"]
-    return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d grants, %d redsync-lock runs; "
-            "faults: %s; violations: %s" % (
-                s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"], o["grants"],
+    return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d semaphore acquisitions (%.0f%% "
+            "acquired), %d grants, %d redsync-lock runs; faults: %s; violations: %s" % (
+                s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"],
+                o.get("acquire_calls", 0), 100 * o.get("semaphore_liveness", 0), o["grants"],
                 o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])))
+
+
+def _liveness_table(lv, calls):
+    rows = ["", "| fault | %s | acquired | liveness | failed, excused | **violations** |" % calls,
+            "| --- | --- | --- | --- | --- | --- |"]
+    for k in sorted(lv, key=lambda k: (k != "none", k)):
+        r = lv[k]
+        rows.append("| %s | %d | %d | %.1f%% | %s | **%d** |" % (
+            k, r["lock_calls"], r["acquired"], 100 * r["liveness"], _counts(r["excused"]), r["violations"]))
+    return rows
 
 
 def markdown(s):
@@ -26,7 +37,12 @@ def markdown(s):
         "| --- | --- |",
         "| lock calls (library clients) | %d |" % o["lock_calls"],
         "| acquired (liveness) | %d (%.1f%%) |" % (o["lock_ok"], 100 * o["liveness"]),
-        "| grants (library and `redsync lock`) | %d |" % o["grants"],
+        "| semaphore acquisitions (%s) | %d |" % (
+            ", ".join("`%s`, k = %d" % kv for kv in sorted(o.get("semaphores", {}).items())) or "none",
+            o.get("acquire_calls", 0)),
+        "| acquired (semaphore liveness) | %d (%.1f%%) |" % (o.get("acquire_ok", 0),
+                                                          100 * o.get("semaphore_liveness", 0)),
+        "| grants (library, semaphore and `redsync lock`) | %d |" % o["grants"],
         "| `redsync lock` runs | %d (exit statuses: %s) |" % (o["cli_runs"], _counts(o["cli_exit_status"])),
         "| fencing enforced by the resource | %s |" % ("yes" if s["fencing_enforced"] else "no (meta-test)"),
     ]
@@ -42,13 +58,19 @@ def markdown(s):
     if lv:
         rows += ["", "Liveness per fault kind (library lock calls that overlapped a fault of that kind; a call "
                  "overlapping several counts under each; a failure is excused when a quorum was touched, its "
-                 "process or a holder of the name was stopped or gone, or it was contention within its bound):",
-                 "", "| fault | lock calls | acquired | liveness | failed, excused | **violations** |",
-                 "| --- | --- | --- | --- | --- | --- |"]
-        for k in sorted(lv, key=lambda k: (k != "none", k)):
-            r = lv[k]
-            rows.append("| %s | %d | %d | %.1f%% | %s | **%d** |" % (
-                k, r["lock_calls"], r["acquired"], 100 * r["liveness"], _counts(r["excused"]), r["violations"]))
+                 "process or a holder of the name was stopped or gone, or it was contention within its bound):"]
+        rows += _liveness_table(lv, "lock calls")
+    sl = s.get("semaphore_liveness_by_fault") or {}
+    if sl:
+        rows += ["", "Semaphore liveness per fault kind (acquisitions that overlapped a fault of that kind; a "
+                 "failure is excused when fewer than a quorum of nodes were untouched by faults until one expiry "
+                 "after their heal, its process or a holder was stopped or gone, or others held every permit "
+                 "but for short hand-over gaps):"]
+        rows += _liveness_table(sl, "acquisitions")
+    if o.get("acquire_errors"):
+        rows.append("")
+        rows.append("Failed semaphore acquisitions by error: " + ", ".join(
+            "%s: %d" % (k, n) for k, n in sorted(o["acquire_errors"].items())))
     if o["lock_errors"]:
         rows.append("")
         rows.append("Failed lock calls by error: " + ", ".join(

@@ -1,16 +1,23 @@
 // One process contending for the permits of a counting semaphore
-// (include/redsync/semaphore.hpp), for semaphore_contention_test.cpp.
+// (include/redsync/semaphore.hpp), for semaphore_contention_test.cpp and the
+// bench's semaphore section (bench/semaphore.cpp).
 //
 //   sem_contender --nodes URI,... --name NAME --permits K --cycles M --out FILE
+//                 [--start-ns T --end-ns T]
 //
 // Makes M acquisitions, each held about a millisecond, and appends to FILE
 // one line per acquisition, times in ns of the steady clock (CLOCK_MONOTONIC,
-// shared by every process on the machine), taken strictly inside the hold
-// (after acquire returned, before release was sent):
-//   grant SLOT TOKEN ENTER LEAVE
+// shared by every process on the machine), ENTER and LEAVE taken strictly
+// inside the hold (after acquire returned, before release was sent), WANT
+// when the acquire call began:
+//   grant SLOT TOKEN ENTER LEAVE WANT
 // or, on the first failure, `failure DESCRIPTION` and exit 1. Each line is
 // one write(2) below PIPE_BUF on an O_APPEND file, so lines of concurrent
 // processes never interleave.
+//
+// Window mode (the bench): --cycles 0 with --start-ns and --end-ns; waits
+// until start, acquires with the library's default retry delay until end,
+// and a wait that the end cuts is written `cut WANT` (not a failure).
 #include <redsync/redsync.hpp>
 
 #include <fcntl.h>
@@ -63,14 +70,28 @@ int run(int argc, char** argv) {
   if (fd < 0) throw std::runtime_error("cannot open --out " + v["--out"]);
   redsync::Redsync rs(split(v["--nodes"]), {.restart_guard = false});
   std::mt19937 rng(std::random_device{}());
-  auto sem =
-      rs.new_semaphore(v["--name"], std::stoi(v["--permits"]),
-                       {.expiry = std::chrono::seconds(8), .tries = 100000, .retry_delay = [&rng](int) {
-                          return std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 10)(rng));
-                        }});
   const int cycles = std::stoi(v["--cycles"]);
-  for (int c = 0; c < cycles; ++c) {
-    auto r = sem.acquire(redsync::context::timeout(std::chrono::seconds(60)));
+  // Window mode measures what users get: the default retry delay.
+  const bool window = cycles == 0;
+  redsync::semaphore_options options{.expiry = std::chrono::seconds(8), .tries = 100000};
+  if (!window)
+    options.retry_delay = [&rng](int) {
+      return std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 10)(rng));
+    };
+  auto sem = rs.new_semaphore(v["--name"], std::stoi(v["--permits"]), options);
+  using clock = std::chrono::steady_clock;
+  const clock::time_point end{std::chrono::nanoseconds(window ? std::stoll(v.at("--end-ns")) : 0)};
+  if (window)
+    std::this_thread::sleep_until(
+        clock::time_point{std::chrono::nanoseconds(std::stoll(v.at("--start-ns")))});
+  for (int c = 0; window ? clock::now() < end : c < cycles; ++c) {
+    const std::int64_t want = now_ns();
+    auto r = sem.acquire(window ? redsync::context::until(end)
+                                : redsync::context::timeout(std::chrono::seconds(60)));
+    if (window && r.outcome.is(redsync::errc::deadline_exceeded)) {
+      append(fd, fmt::format("cut {}\n", want));
+      break;
+    }
     if (!r) {
       append(fd, "failure " + r.describe() + "\n");
       return 1;
@@ -82,7 +103,8 @@ int run(int argc, char** argv) {
       append(fd, "failure release: " + u.describe() + "\n");
       return 1;
     }
-    append(fd, fmt::format("grant {} {} {} {}\n", r.permit.slot(), r.permit.token().value, enter, leave));
+    append(fd, fmt::format("grant {} {} {} {} {}\n", r.permit.slot(), r.permit.token().value, enter, leave,
+                           want));
   }
   ::close(fd);
   return 0;

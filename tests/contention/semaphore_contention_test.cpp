@@ -20,10 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "holders.hpp"
 #include "names.hpp"
 #include "redis_server.hpp"
 
 namespace {
+
+using redsync::contention::most_at_once;
 
 std::string sem_contender_program() {
   const char* v = std::getenv("REDSYNC_SEM_CONTENDER");
@@ -38,22 +41,6 @@ struct held {
   std::int64_t enter = 0;
   std::int64_t leave = 0;
 };
-
-// The most intervals that overlap at one instant.
-std::size_t most_at_once(const std::vector<held>& grants) {
-  std::vector<std::pair<std::int64_t, int>> edges;
-  for (const auto& g : grants) {
-    edges.emplace_back(g.enter, 1);
-    edges.emplace_back(g.leave, -1);
-  }
-  std::sort(edges.begin(), edges.end());  // a leave sorts before an enter at the same instant
-  std::size_t now = 0, most = 0;
-  for (const auto& [t, d] : edges) {
-    now = d > 0 ? now + 1 : now - 1;
-    most = std::max(most, now);
-  }
-  return most;
-}
 
 }  // namespace
 
