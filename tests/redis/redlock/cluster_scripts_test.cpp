@@ -102,6 +102,38 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "a lock held across a resharding: TRYAGAIN (a non-vote) while its slot migrates, then released on the "
+    "new master") {
+  redis_cluster cl;
+  router_fixture f(cl.uri());
+  const std::string name = "cluster-scripts:moving";
+  const std::uint16_t slot = cluster_name_slot(name);
+  REQUIRE(f.send(slot, acquire({name}, "v1")).value.type == reply::kind::array);
+  const std::size_t from = cl.owner(slot);
+  const std::size_t to = (from + 1) % 3;
+  cl.begin_migration(slot, from, to);
+  cl.migrate_keys(slot, from, to);
+  // The source sends the call on (ASK: its keys left), and the importing
+  // master refuses a multi-key call while some of its keys do not exist
+  // there (the line and the leases never do): every lock script is
+  // TRYAGAIN until the migration ends. The key stays until then.
+  const auto during = f.send(slot, release({name}, "v1"));
+  REQUIRE(during.status == transport_status::ok);
+  CHECK(during.value.is_error());
+  CHECK(during.value.str.starts_with("TRYAGAIN"));
+  cl.finish_migration(slot, to);
+  // The record moved with the slot: the next token continues its count.
+  redis_client dst(cl[to]);
+  CHECK(dst.get(cluster_lock_key(name)) == "v1");
+  CHECK(dst.command({"HGET", cluster_record_key(slot), "fence"}).str == "1");
+  CHECK(f.send(slot, release({name}, "v1")).value.integer == 1);  // MOVED, followed
+  CHECK_FALSE(dst.exists(cluster_lock_key(name)));
+  const auto next = f.send(slot, acquire({name}, "v2"));
+  REQUIRE(next.value.type == reply::kind::array);
+  CHECK(next.value.elements.at(0).integer == 2);
+}
+
 TEST_CASE("a script may SPUBLISH a wake-up on its name's channel, never on a channel of another slot") {
   // Why a cluster member's scripts publish with SPUBLISH on
   // release_channel(cluster_lock_key(name)): the channel is in the slot of

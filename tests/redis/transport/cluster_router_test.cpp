@@ -156,6 +156,33 @@ TEST_CASE("a failover: commands reach the promoted replica") {
   CHECK(r.get(key) == "w");
 }
 
+TEST_CASE("a master killed (kill -9): commands reach its replica once the cluster promoted it") {
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  router_fixture f(cl.uri());
+  const std::string key = "killed:{k}";
+  const std::uint16_t slot = key_slot(key);
+  REQUIRE(ok(f.call({"SET", key, "v"})));
+  const std::size_t master = cl.owner(slot);
+  // The replica has the key (read there: WAIT alone was seen to return 1
+  // right after the replica's first sync without the write having reached
+  // it).
+  redis_client replica(cl[master + 3]);
+  REQUIRE(replica.command({"READONLY"}).str == "OK");
+  REQUIRE(wait_until([&] { return replica.command({"GET", key}).str == "v"; }, 10s));
+  cl[master].kill();
+  // Until the promotion, a command fails (unreachable, or the cluster is
+  // down), each within its timeout; then it reaches the new master.
+  command_result r;
+  CHECK(wait_until(
+      [&] {
+        r = f.call({"GET", key}, 500ms);
+        return ok(r);
+      },
+      30s));
+  CHECK(r.value.str == "v");
+  CHECK(f.map().masters.at(static_cast<std::size_t>(f.map().owner[slot])).port == cl[master + 3].port());
+}
+
 TEST_CASE("no seed answers: commands fail as unreachable, naming every seed tried") {
   redis_cluster cl(cluster_config{.masters = 1});
   const std::string uri = cl.uri();
