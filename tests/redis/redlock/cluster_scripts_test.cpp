@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "redlock/cluster_keys.hpp"
+#include "redlock/node_identity.hpp"
 #include "redlock/scripts.hpp"
 #include "util/cluster_slot.hpp"
 
@@ -15,8 +16,10 @@
 #include "../transport/router_fixture.hpp"
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
+#include "wait.hpp"
 
 using namespace redsync::detail;
+using redsync::test::cluster_config;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::router_fixture;
@@ -132,6 +135,76 @@ TEST_CASE(
   const auto next = f.send(slot, acquire({name}, "v2"));
   REQUIRE(next.value.type == reply::kind::array);
   CHECK(next.value.elements.at(0).integer == 2);
+}
+
+TEST_CASE("a failover is a restart for the slot's record: it names the old master, not the promoted one") {
+  using namespace std::chrono_literals;
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  router_fixture f(cl.uri());
+  const std::string name = "cluster-scripts:failover";
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::string record = cluster_record_key(slot);
+  const auto identity_of_master = [&] {
+    // A keyed command first, so the router follows a MOVED to the slot's
+    // master; INFO has no key and goes where the map says.
+    f.send(slot, encode_command({"EXISTS", record}));
+    return identify_server(f.send(slot, encode_command({"INFO"})).value);
+  };
+  const auto read_record = [&](const std::string& identity) {
+    const std::vector<std::string_view> keys = {record};
+    const std::vector<std::string_view> args = {"random", identity};
+    return f.send(slot, to_eval(make_script_call(record_read_script(), keys, args))).value;
+  };
+
+  const server_identity before = identity_of_master();
+  REQUIRE(before.problem.empty());
+  // Steps (1) and (3) of the repair (node_trust.hpp): mark, then stamp.
+  const reply marked = read_record(before.identity);
+  REQUIRE(marked.elements.size() == 6);
+  const std::string mark = marked.elements[4].str;
+  const std::vector<std::string_view> keys = {record};
+  const std::vector<std::string_view> args = {"0", before.identity, mark, marked.elements[3].str, "10000"};
+  REQUIRE(f.send(slot, to_eval(make_script_call(record_stamp_script(), keys, args))).value.integer == 1);
+  const reply verified = read_record(before.identity);
+  CHECK(verified.elements[1].str == before.identity);
+
+  const std::size_t master = cl.owner(slot);
+  redis_client replica(cl[master + 3]);
+  REQUIRE(replica.command({"READONLY"}).str == "OK");
+  REQUIRE(redsync::test::wait_until(
+      [&] {
+        return replica.command({"HGET", record, "run"}).str == before.identity;
+      },
+      10s));
+  REQUIRE(replica.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  REQUIRE(
+      redsync::test::wait_until([&] { return replica.info_field("replication", "role") == "master"; }, 20s));
+  // The old master serves the slot until it hears of the promotion.
+  redis_client old(cl[master]);
+  REQUIRE(redsync::test::wait_until([&] { return old.info_field("replication", "role") == "slave"; }, 20s));
+
+  // Until every master's map has the promotion, a map read may still name
+  // the old master (a replica now: a problem, never a vote).
+  server_identity after;
+  REQUIRE(redsync::test::wait_until(
+      [&] {
+        after = identity_of_master();
+        return after.problem.empty();
+      },
+      10s));
+  CHECK(after.identity != before.identity);
+  CHECK(after.run_id != before.run_id);
+  // The record came along by replication, still stamped for the old master:
+  // unverified under the new one, which gets a mark of its own (step 1).
+  const reply now = read_record(after.identity);
+  CHECK(now.elements[0].str == verified.elements[0].str);  // the counter, replicated
+  CHECK(now.elements[1].str == before.identity);           // not the promoted master's
+  CHECK(now.elements[4].str.ends_with(after.identity));    // a new repair begins
+  // The old master, now a replica, can never vote.
+  reply info;
+  info.type = reply::kind::string;
+  info.str = old.command({"INFO"}).str;
+  CHECK_FALSE(identify_server(info).problem.empty());
 }
 
 TEST_CASE("a script may SPUBLISH a wake-up on its name's channel, never on a channel of another slot") {
