@@ -93,8 +93,9 @@ void cluster_router::send(std::uint16_t slot, std::uint64_t route, wire_command 
   p->replies = replies;
   p->deadline = clock::now() + timeout;
   p->done = std::move(done);
-  if (closing_) {
-    // The pools fail it with `shutdown`, on a later iteration.
+  if (closing_ || timeout.count() <= 0) {
+    // The pools fail it (`shutdown`, or `timeout` before it is written) on
+    // a later iteration, never inside send().
     pools_.begin()->second->send(route, p->cmd, timeout, std::move(p->done), replies);
     return;
   }
@@ -218,7 +219,10 @@ void cluster_router::refresh_in_background() {
 void cluster_router::read_map_from(std::size_t source, clock::time_point deadline,
                                    std::vector<std::string> errors) {
   const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
-  if (source >= sources_.size() || left.count() <= 0 || closing_) {
+  // The first source is always asked (its pool bounds the command and
+  // answers on a later iteration), so refresh() never calls back inside
+  // itself, even with no time left.
+  if (source >= sources_.size() || (source > 0 && left.count() <= 0) || closing_) {
     std::string why = closing_ ? "closing" : errors.empty() ? "timeout" : "";
     for (std::size_t i = 0; i < errors.size(); ++i) why += (i == 0 ? "" : "; ") + errors[i];
     finish_refresh(why);

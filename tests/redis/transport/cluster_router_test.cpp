@@ -183,6 +183,20 @@ TEST_CASE("a master killed (kill -9): commands reach its replica once the cluste
   CHECK(f.map().masters.at(static_cast<std::size_t>(f.map().owner[slot])).port == cl[master + 3].port());
 }
 
+TEST_CASE("a command with no time left times out, never inside send()") {
+  redis_cluster cl(cluster_config{.masters = 1});
+  router_fixture f(cl.uri());
+  bool inside_send = false;
+  const command_result r = f.call_checked({"GET", "x"}, 0ms, inside_send);
+  CHECK_FALSE(inside_send);
+  CHECK(r.status == transport_status::timeout);
+  // 1 ms: the map read and the command may well make it on loopback; either
+  // way the callback comes later.
+  inside_send = true;
+  (void)f.call_checked({"GET", "x"}, 1ms, inside_send);
+  CHECK_FALSE(inside_send);
+}
+
 TEST_CASE("no seed answers: commands fail as unreachable, naming every seed tried") {
   redis_cluster cl(cluster_config{.masters = 1});
   const std::string uri = cl.uri();

@@ -45,6 +45,28 @@ class router_fixture {
     return future.get();
   }
 
+  // As call(), and `inside_send` tells whether the callback ran inside
+  // the router's send() (which its contract forbids).
+  detail::command_result call_checked(std::vector<std::string> argv, std::chrono::milliseconds timeout,
+                                      bool& inside_send) {
+    auto promise = std::make_shared<std::promise<detail::command_result>>();
+    auto future = promise->get_future();
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    const auto wire = detail::encode_command(views);
+    const std::uint16_t slot = detail::key_slot(argv.at(1));
+    auto sending = std::make_shared<bool>(false);
+    loop_.run_sync([&] {
+      *sending = true;
+      router_->send(slot, 0, wire, timeout, [promise, sending, &inside_send](detail::command_result&& r) {
+        inside_send = *sending;
+        promise->set_value(std::move(r));
+      });
+      *sending = false;
+    });
+    REQUIRE(future.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::ready);
+    return future.get();
+  }
+
   // argv[1] is the key that decides the slot.
   detail::command_result call(std::vector<std::string> argv,
                               std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
