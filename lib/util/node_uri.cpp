@@ -103,6 +103,11 @@ class node_uri_parser {
     }
     if (end > 0 && uri_.substr(end, 3) == "://") {
       const std::string_view scheme = uri_.substr(0, end);
+      std::string lower(scheme);
+      for (char& c : lower) c = to_lower(c);
+      if (lower == "redis+cluster" || lower == "rediss+cluster") {
+        fail("\"{}\" names a cluster member, which is not a single node (docs/cluster.md)", scheme);
+      }
       fail("unknown scheme \"{}\" (expected redis://, rediss:// or unix://)", scheme);
     }
     // Typically "localhost:6379" or "10.0.0.1".

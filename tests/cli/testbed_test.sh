@@ -112,6 +112,30 @@ check "the testbed still runs after the demo refused it" "$TESTBED" env >/dev/nu
 down_err=$("$TESTBED" env 2>&1 >/dev/null)
 [[ $? != 0 && $down_err == *"is not up (0/5 nodes running)"* ]] || fail "env of a stopped testbed: $down_err"
 
+# ---- a cluster testbed: one member, a cluster of 3 masters ---------------------------------
+# Each server's cluster bus listens on its port + 10000: ports low enough
+# that the bus ports stay below the ephemeral range too, and a retry when
+# one was taken meanwhile.
+(
+  export REDSYNC_TESTBED_NODES=1
+  for ((attempt = 1; ; attempt++)); do
+    p=$((10000 + RANDOM % 12000))
+    ok=1
+    for ((i = 0; i < 3; i++)); do port_free $((p + i)) && port_free $((p + i + 10000)) || ok=0; done
+    ((ok)) || continue
+    export REDSYNC_TESTBED_PORT=$p
+    out=$("$TESTBED" up --cluster --masters 3 2>&1) && break
+    "$TESTBED" down >/dev/null 2>&1
+    ((attempt < 3)) || { echo "FAIL: up --cluster: $out" >&2; exit 1; }
+  done
+  want="export REDSYNC_NODES=redis+cluster://127.0.0.1:$p,127.0.0.1:$((p + 1)),127.0.0.1:$((p + 2))"
+  [[ $("$TESTBED" env) == "$want" ]] || { echo "FAIL: env of a cluster testbed: $("$TESTBED" env)" >&2; exit 1; }
+  state=$(timeout 2 redis-cli -p "$((p + 2))" CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_state://p')
+  [[ $state == ok ]] || { echo "FAIL: the cluster testbed's state is '$state'" >&2; exit 1; }
+  "$TESTBED" down >/dev/null 2>&1 || { echo "FAIL: down of a cluster testbed" >&2; exit 1; }
+  ! "$TESTBED" env >/dev/null 2>&1 || { echo "FAIL: env after down of a cluster testbed" >&2; exit 1; }
+) || failures=$((failures + 1))
+
 if ((failures > 0)); then
   echo "$failures check(s) failed" >&2
   exit 1

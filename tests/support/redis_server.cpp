@@ -98,6 +98,8 @@ std::string find_binary() {
   throw std::runtime_error("cannot find " + name + " on PATH (set REDSYNC_REDIS_SERVER to the binary)");
 }
 
+}  // namespace
+
 // Asks the kernel for a free port. Racy by nature (someone may take it before
 // redis binds); await_ready() retries with a new port when that happens.
 int free_port() {
@@ -117,6 +119,8 @@ int free_port() {
   ::close(fd);
   return ntohs(addr.sin_port);
 }
+
+namespace {
 
 std::string temp_base() {
   std::string base = "/tmp";

@@ -142,6 +142,10 @@ class cluster {
   std::vector<std::unique_ptr<redis_server>> servers_;
 };
 
+/// A free TCP port on 127.0.0.1, as the kernel hands them out (racy by
+/// nature: someone may take it before it is bound).
+int free_port();
+
 /// SIGKILLs and reaps every server process still alive. Called automatically
 /// at exit and from std::terminate; safe to call at any time.
 void kill_all_servers() noexcept;

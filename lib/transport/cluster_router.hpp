@@ -1,0 +1,109 @@
+#pragma once
+
+// One member of the Redlock set that is a whole Redis Cluster: its slot map
+// and one node_pool per master, and each command sent to the master that
+// serves its slot. Knows slots, not locks (docs/cluster.md).
+// Loop thread only (except construction).
+//
+// Discovery. The map is read with CLUSTER SHARDS (CLUSTER SLOTS where the
+// server does not know SHARDS) from the first node that answers, the known
+// masters first, then the seeds. It is read on first use, after every
+// MOVED, and after a master did not answer (a failover may have replaced
+// it); reads running at once are one read.
+//
+// Redirections. A command is sent to the pool of the slot's master, on the
+// connection `route` picks (node_pool.hpp: same route, same connection, so
+// the server runs them in send order), and:
+//  * MOVED slot host:port: the slot moved. The map takes the new owner at
+//    once (so every later command goes there, after this one), the command
+//    is sent there, and the whole map is read again in the background.
+//  * ASK slot host:port: the slot is being migrated and this key already
+//    left: ASKING and the command go to the named node together, on one
+//    connection; the map is unchanged.
+// Both mean the command did not run, so sending it again cannot run it
+// twice. At most `max_redirects` redirections per command; every one stays
+// inside the command's timeout, which runs from send().
+//  * TRYAGAIN, CLUSTERDOWN, and any other error reply: handed up unchanged
+//    (status ok, an error reply), as a standalone node's are: the layers
+//    above count it as a non-vote with the text as its reason.
+//  * No master serves the slot (in the map read again): an error reply
+//    "CLUSTERDOWN redsync: no master serves slot N (...)", likewise.
+//
+// Contract (node_pool's): send() never calls `done` synchronously; `done`
+// runs exactly once, on the loop thread, at the latest `timeout` after
+// send() (plus one loop iteration). close() fails what is outstanding with
+// `shutdown`, then calls `closed`.
+
+#include "transport/node_pool.hpp"
+#include "transport/slot_map.hpp"
+
+#include <redsync/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct uv_loop_s;
+
+namespace redsync::detail {
+
+class cluster_router {
+ public:
+  static constexpr int max_redirects = 5;
+
+  // seeds: from parse_cluster_uri (at least one); every master's pool is
+  // made from the first seed's options (credentials, TLS) with the
+  // master's host and port.
+  cluster_router(uv_loop_s* loop, std::vector<node_options> seeds, const redsync_options& options);
+  ~cluster_router();  // requires close() to have completed
+  cluster_router(const cluster_router&) = delete;
+  cluster_router& operator=(const cluster_router&) = delete;
+
+  // "cluster 127.0.0.1:7000,127.0.0.1:7001": the seeds, for messages.
+  const std::string& address() const noexcept { return address_; }
+
+  // Sends `cmd`, every key of which is in `slot`, to the slot's master.
+  // `replies` as node_pool::send.
+  void send(std::uint16_t slot, std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
+            command_callback done, std::uint32_t replies = 1);
+
+  // Reads the slot map; `done` gets "" or why no node gave one. Never
+  // calls `done` synchronously.
+  void refresh(std::chrono::microseconds timeout, std::function<void(const std::string& error)> done);
+
+  // The map as last read (no masters before the first read).
+  const slot_map& map() const noexcept { return map_; }
+
+  void close(std::function<void()> closed);
+
+ private:
+  struct pending;
+  using clock = std::chrono::steady_clock;
+
+  node_pool& pool_at(const std::string& host, int port);
+  void dispatch(std::shared_ptr<pending> p);
+  void send_to(std::shared_ptr<pending> p, node_pool& pool, bool asking);
+  void on_reply(std::shared_ptr<pending> p, node_pool& pool, command_result&& r);
+  void read_map_from(std::size_t source, clock::time_point deadline, std::vector<std::string> errors);
+  void finish_refresh(const std::string& error);
+  void refresh_in_background();
+
+  uv_loop_s* loop_;
+  std::vector<node_options> seeds_;
+  redsync_options options_;
+  std::string address_;
+  std::map<std::string, std::unique_ptr<node_pool>> pools_;  // by host:port
+  slot_map map_;
+  bool have_map_ = false;
+  // The nodes a refresh asks, in order, fixed when it starts.
+  std::vector<std::pair<std::string, int>> sources_;
+  bool refreshing_ = false;
+  std::vector<std::function<void(const std::string&)>> refresh_waiters_;
+  bool closing_ = false;
+};
+
+}  // namespace redsync::detail

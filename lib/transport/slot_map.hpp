@@ -1,0 +1,61 @@
+#pragma once
+
+// Which master of a Redis Cluster serves each slot, read from CLUSTER
+// SHARDS (Redis 7) or, where that is unknown, CLUSTER SLOTS; and the
+// redirections a cluster answers with (MOVED, ASK). Pure: no I/O.
+
+#include "transport/reply.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::detail {
+
+// A master as the cluster names it.
+struct cluster_master {
+  std::string host;
+  int port = 0;
+  std::string id;  // node id; empty when CLUSTER SLOTS did not say
+  std::vector<std::pair<std::uint16_t, std::uint16_t>> slots;  // ranges it serves, inclusive
+};
+
+struct slot_map {
+  static constexpr std::int32_t no_master = -1;
+  std::vector<cluster_master> masters;
+  // Per slot: an index into `masters`, or no_master.
+  std::array<std::int32_t, 16384> owner{};
+
+  slot_map() { owner.fill(no_master); }
+  // The slots no master serves.
+  std::size_t uncovered() const;
+  // Index of the master at host:port, adding it (with no slots) if absent.
+  std::size_t master_at(std::string_view host, int port);
+};
+
+// Reads a CLUSTER SHARDS reply (RESP2: each shard and node a flat array of
+// field, value). `asked_host` stands in for a node whose endpoint is
+// unknown ("?" or empty) or for an IP the node does not know (as Redis'
+// clients do). `tls`: take each node's tls-port where it has one. Only
+// masters whose health is "online" serve their slots. nullopt with `error`
+// set when the reply is not a shard list.
+std::optional<slot_map> parse_cluster_shards(const reply& r, std::string_view asked_host, bool tls,
+                                             std::string& error);
+// Reads a CLUSTER SLOTS reply ({first, last, {host, port, id, ...},
+// replicas...} per range); as parse_cluster_shards otherwise.
+std::optional<slot_map> parse_cluster_slots(const reply& r, std::string_view asked_host, std::string& error);
+
+// A redirection in an error reply: "MOVED 3999 127.0.0.1:6381" or
+// "ASK 3999 127.0.0.1:6381".
+struct redirect {
+  bool ask = false;  // ASK (this command only) rather than MOVED (the slot moved)
+  std::uint16_t slot = 0;
+  std::string host;  // empty: the host of the node that answered (Redis 7 may say ":6381")
+  int port = 0;
+};
+std::optional<redirect> parse_redirect(std::string_view error);
+
+}  // namespace redsync::detail

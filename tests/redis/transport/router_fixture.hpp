@@ -1,0 +1,89 @@
+// Test fixture: a cluster_router on an owned event_loop; calls are made on
+// the loop thread and waited for with a bound.
+#pragma once
+
+#include "transport/cluster_router.hpp"
+#include "transport/event_loop.hpp"
+#include "util/cluster_slot.hpp"
+#include "util/cluster_uri.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redsync::test {
+
+class router_fixture {
+ public:
+  explicit router_fixture(const std::string& uri)
+      : router_(std::make_unique<detail::cluster_router>(loop_.loop(), detail::parse_cluster_uri(uri),
+                                                         redsync_options{})) {}
+  ~router_fixture() {
+    std::promise<void> done;
+    loop_.run_sync([&] { router_->close([&] { done.set_value(); }); });
+    REQUIRE(done.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  }
+  router_fixture(const router_fixture&) = delete;
+  router_fixture& operator=(const router_fixture&) = delete;
+
+  // Sends `wire` (every key in `slot`) and waits for the result.
+  detail::command_result send(std::uint16_t slot, detail::wire_command wire,
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+    auto promise = std::make_shared<std::promise<detail::command_result>>();
+    auto future = promise->get_future();
+    loop_.post([this, wire, timeout, slot, promise] {
+      router_->send(slot, 0, wire, timeout,
+                    [promise](detail::command_result&& r) { promise->set_value(std::move(r)); });
+    });
+    REQUIRE(future.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::ready);
+    return future.get();
+  }
+
+  // As call(), and `inside_send` tells whether the callback ran inside
+  // the router's send() (which its contract forbids).
+  detail::command_result call_checked(std::vector<std::string> argv, std::chrono::milliseconds timeout,
+                                      bool& inside_send) {
+    auto promise = std::make_shared<std::promise<detail::command_result>>();
+    auto future = promise->get_future();
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    const auto wire = detail::encode_command(views);
+    const std::uint16_t slot = detail::key_slot(argv.at(1));
+    auto sending = std::make_shared<bool>(false);
+    loop_.run_sync([&] {
+      *sending = true;
+      router_->send(slot, 0, wire, timeout, [promise, sending, &inside_send](detail::command_result&& r) {
+        inside_send = *sending;
+        promise->set_value(std::move(r));
+      });
+      *sending = false;
+    });
+    REQUIRE(future.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::ready);
+    return future.get();
+  }
+
+  // argv[1] is the key that decides the slot.
+  detail::command_result call(std::vector<std::string> argv,
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    return send(detail::key_slot(argv.at(1)), detail::encode_command(views), timeout);
+  }
+
+  // The router's map, copied on the loop thread.
+  detail::slot_map map() {
+    detail::slot_map m;
+    loop_.run_sync([&] { m = router_->map(); });
+    return m;
+  }
+
+ private:
+  detail::event_loop loop_{nullptr};
+  std::unique_ptr<detail::cluster_router> router_;
+};
+
+}  // namespace redsync::test
