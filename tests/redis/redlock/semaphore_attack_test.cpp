@@ -47,11 +47,13 @@ std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t
 }  // namespace
 
 TEST_SUITE("semaphore attack") {
-  // BUG (availability): the undo of a failed attempt is quiet (release
-  // script with ARGV[3] = "0", semaphore_acquisition.cpp undo_everywhere /
-  // semaphore_state.cpp undo_call), so a waiter refused because of a grant
-  // that is then undone is never woken: it sleeps its whole retry delay
-  // while every node has the permit free.
+  // KNOWN, left open (availability): the undo of a failed attempt is quiet
+  // (release script with ARGV[3] = "0", semaphore_state.cpp undo_call), so a
+  // waiter refused because of a grant that is then undone is not woken: it
+  // sleeps its retry delay while the permit is free. Making undos publish
+  // needs a rule against wake-up chains (a woken waiter's own failed
+  // attempt would publish again); with the default delay (50-250 ms) the
+  // cost is one delay.
   TEST_CASE("a waiter refused by a failed attempt's grant is woken once that grant is undone" *
             doctest::may_fail()) {
     cluster c(3);
@@ -98,13 +100,14 @@ TEST_SUITE("semaphore attack") {
     c[2].resume();
   }
 
-  // DOCS (k+1 holders under a configuration nothing refuses): the quorum
-  // bound q > k*N/(k+1) assumes every client lists the same N nodes, which
-  // neither the README ("Counting semaphores") nor docs/safety.md says, and
-  // the nodes store k but not N, so nothing refuses a client with another
-  // node list. A client over 3 of the 5 nodes (q = 2) and one over all 5
-  // (q = 3) both hold the k = 1 semaphore.
-  TEST_CASE("clients listing different node sets never both hold a k = 1 semaphore" * doctest::may_fail()) {
+  // The documented assumption "one node list" (README, Safety; safety.md):
+  // the quorum bound counts on every client listing the same N nodes, and
+  // nothing refuses a client with another list. A client over 3 of the 5
+  // nodes (q = 2) and one over all 5 (q = 3) both hold the k = 1
+  // semaphore. This pins the limit the docs state: were it to change, the
+  // docs would have to.
+  TEST_CASE(
+      "clients listing different node sets can both hold a k = 1 semaphore: the docs' one-node-list rule") {
     cluster c(5);
     prime_records(c.uris());
     const auto name = unique_name("sem-attack-node-lists");
@@ -119,8 +122,7 @@ TEST_SUITE("semaphore attack") {
     c[2].resume();
     REQUIRE_MESSAGE(ra.ok(), ra.describe());
     auto rb = b.try_acquire({});
-    CHECK_MESSAGE(!(ra.permit.held() && rb.permit.held()),
-                  "two holders of a k = 1 semaphore: " << ra.describe() << " / " << rb.describe());
+    CHECK_MESSAGE((ra.permit.held() && rb.permit.held()), ra.describe() << " / " << rb.describe());
   }
 
   // Was an availability bug: a waiter's first round runs before it watches
