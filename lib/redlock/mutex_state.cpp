@@ -133,6 +133,8 @@ void mutex_state::extend_automatically() {
 }
 
 void mutex_state::mark_lost(const result& why) {
+  // The lost token's callbacks may drop the last handle (watchdog.hpp).
+  const auto keep_alive = shared_from_this();
   {
     std::lock_guard lk(mu);
     held = false;

@@ -90,6 +90,8 @@ void permit_state::extend_automatically() {
 }
 
 void permit_state::mark_lost(const result& why) {
+  // The lost token's callbacks may drop the last handle (watchdog.hpp).
+  const auto keep_alive = shared_from_this();
   {
     std::lock_guard lk(mu);
     held = false;

@@ -137,10 +137,13 @@ void watchdog::declare_lost(const result& why) {
   if (r.reason.empty() && r.error) r.reason = "extension failed: " + r.error.message();
   r.error = make_error_code(errc::lost);
   r.elapsed = duration_cast<microseconds>(clock::now() - acquired_at_);
+  // Copied first: from mark_lost() on, the holder (and with it this
+  // watchdog) may be gone (a stop_callback on the lost token, or a thread
+  // that saw lost(), dropped its last handle), and so may it in on_lost.
+  // Nothing below touches a member.
+  const auto on_lost = settings_.on_lost;
   holder_.mark_lost(r);
-  // A copy: the callback may drop the last handle of the holder, and with
-  // it this watchdog.
-  if (auto on_lost = settings_.on_lost) {
+  if (on_lost) {
     try {
       on_lost(r);
     } catch (...) {

@@ -58,7 +58,10 @@ class watchdog final : public loop_task {
     // Starts one automatic extension; its outcome goes to on_extended().
     virtual void extend_automatically() = 0;
     // The hold is lost: held() turns false, the lost token stops, the
-    // telemetry is told. The watchdog calls `on_lost` right after.
+    // telemetry is told. The watchdog calls `on_lost` right after. Keeps
+    // the holder alive until it returns: a stop_callback on the lost token
+    // (or a thread that saw the loss) may drop its last handle meanwhile;
+    // the watchdog itself may be gone once it returns.
     virtual void mark_lost(const result& why) = 0;
 
    protected:
