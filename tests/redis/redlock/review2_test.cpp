@@ -214,16 +214,18 @@ TEST_SUITE("review2") {
     CHECK(rs.stats().lost_permits == 1);
   }
 
-  // BUG (use after free, found in review 2): the watchdog's lost alarm holds
-  // no reference to what it watches (watchdog.cpp: the alarm's callback
-  // captures `this`), and declare_lost() goes on using the holder and its
-  // own settings after mark_lost() turned held() false and stopped the lost
-  // token. A std::stop_callback on lost_token() (semaphore.hpp: "attach a
+  // Was a use after free (review 2): the watchdog's lost alarm held no
+  // reference to what it watches (its callback captures `this`), and
+  // declare_lost() went on using the holder and its own settings after
+  // mark_lost() had turned held() false and stopped the lost token. A
+  // std::stop_callback on lost_token() (semaphore.hpp: "attach a
   // std::stop_callback") that drops the permit, or another thread that
-  // polls lost() and then drops it, frees the permit_state (and the
-  // watchdog in it) while semaphore_state.cpp mark_lost() still calls
-  // telemetry().permit_lost(*this) and declare_lost() then copies
-  // settings_.on_lost. The same holds for a Mutex (mutex_state::mark_lost).
+  // polls lost() and then drops it, freed the permit_state (and the
+  // watchdog in it) while mark_lost() still called
+  // telemetry().permit_lost(*this) and declare_lost() then copied
+  // settings_.on_lost. The same held for a Mutex (mutex_state::mark_lost).
+  // Now mark_lost() keeps the holder alive and declare_lost() touches no
+  // member after it.
   TEST_CASE(
       "review2: a permit dropped by a stop_callback on its lost token as it is lost is not used after") {
     cluster c(3);
