@@ -1,5 +1,6 @@
-// Adversarial review of permit auto-extension, the lost signal, and the two
-// shutdown/listener fixes (review 2): races between a permit's release and
+// A holder's lifetime (a permit's or a Mutex's), from an adversarial review
+// of permit auto-extension, the lost signal, and the shutdown and listener
+// fixes: races between a permit's release and
 // its extensions (by hand and automatic) with a frozen node, a permit
 // destroyed while extending, the lost signal's once-ness, a Mutex let go of
 // in its own callbacks while its Redsync shuts down, and how often waiters
@@ -89,9 +90,8 @@ void scribble_freed_memory() {
 
 }  // namespace
 
-TEST_SUITE("review2") {
-  TEST_CASE(
-      "review2: a permit extended by hand as it is released is gone from a frozen node once it resumes") {
+TEST_SUITE("holder lifetime") {
+  TEST_CASE("a permit extended by hand as it is released is gone from a frozen node once it resumes") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-extend-release");
@@ -121,8 +121,7 @@ TEST_SUITE("review2") {
     CHECK(b.ok());
   }
 
-  TEST_CASE(
-      "review2: a permit destroyed while its automatic extension waits on a frozen node is released there") {
+  TEST_CASE("a permit destroyed while its automatic extension waits on a frozen node is released there") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-drop-extending");
@@ -162,7 +161,7 @@ TEST_SUITE("review2") {
     CHECK(rs.stats().lost_permits == 0);
   }
 
-  TEST_CASE("review2: an auto-extended permit outlives a frozen minority node, with no lost signal") {
+  TEST_CASE("an auto-extended permit outlives a frozen minority node, with no lost signal") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-frozen-minority");
@@ -182,7 +181,7 @@ TEST_SUITE("review2") {
     CHECK(lost.load() == 0);
   }
 
-  TEST_CASE("review2: a lost permit's lost signal fires once and never after its until()") {
+  TEST_CASE("a lost permit's lost signal fires once and never after its until()") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-lost-once");
@@ -226,8 +225,7 @@ TEST_SUITE("review2") {
   // settings_.on_lost. The same held for a Mutex (mutex_state::mark_lost).
   // Now mark_lost() keeps the holder alive and declare_lost() touches no
   // member after it.
-  TEST_CASE(
-      "review2: a permit dropped by a stop_callback on its lost token as it is lost is not used after") {
+  TEST_CASE("a permit dropped by a stop_callback on its lost token as it is lost is not used after") {
     cluster c(3);
     const auto uris = c.uris();
     const int status = in_child([&] {
@@ -260,7 +258,7 @@ TEST_SUITE("review2") {
     CHECK(WEXITSTATUS(status) == 0);
   }
 
-  TEST_CASE("review2: a Mutex dropped by a stop_callback on its lost token as it is lost is not used after") {
+  TEST_CASE("a Mutex dropped by a stop_callback on its lost token as it is lost is not used after") {
     cluster c(3);
     const auto uris = c.uris();
     const int status = in_child([&] {
@@ -286,8 +284,7 @@ TEST_SUITE("review2") {
     CHECK(WEXITSTATUS(status) == 0);
   }
 
-  TEST_CASE(
-      "review2: a Mutex destroyed in its own extend callback while its Redsync shuts down is released") {
+  TEST_CASE("a Mutex destroyed in its own extend callback while its Redsync shuts down is released") {
     cluster c(3);
     const auto name = unique_name("r2-drop-in-extend");
     std::promise<void> destroying;
@@ -311,8 +308,7 @@ TEST_SUITE("review2") {
     for (std::size_t i = 0; i < c.size(); ++i) CHECK_MESSAGE(!redis_client(c[i]).exists(name), "node ", i);
   }
 
-  TEST_CASE(
-      "review2: a permit destroyed in its own extend callback while its Redsync shuts down is released") {
+  TEST_CASE("a permit destroyed in its own extend callback while its Redsync shuts down is released") {
     cluster c(3);
     const auto name = unique_name("r2-permit-drop-in-extend");
     std::promise<void> destroying;
@@ -343,7 +339,7 @@ TEST_SUITE("review2") {
     }
   }
 
-  TEST_CASE("review2: waiters of one Redsync on a held semaphore look again once each, not in a storm") {
+  TEST_CASE("waiters of one Redsync on a held semaphore look again once each, not in a storm") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-storm");
@@ -365,8 +361,7 @@ TEST_SUITE("review2") {
     CHECK(held.permit.release({}).ok());
   }
 
-  TEST_CASE(
-      "review2: a waiter joining a busy channel is handed the permit released during its first attempt") {
+  TEST_CASE("a waiter joining a busy channel is handed the permit released during its first attempt") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("r2-join-late");
