@@ -119,7 +119,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec = mutex_round_without_sender(*st_, classify_acquire);
-    spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, node_pool& pool,
+    spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, member_slot pool,
                                                            command_callback done) {
       acquisition& a = *self;
       a.line_->on_script_sent(i);
@@ -157,10 +157,13 @@ class acquisition final : public mutex_operation, public release_listener::waite
   // release sent after the report must not be overtaken by a later SET.
   round_sender fast_sender(round_sender script) {
     return [self = self(), script = std::move(script), round = rounds_reported_](
-               std::size_t i, node_pool& pool, command_callback done) mutable {
+               std::size_t i, member_slot pool, command_callback done) mutable {
       acquisition& a = *self;
-      if (!a.eng_.trust().window_covers(i, a.st_->opts.expiry)) return script(i, pool, std::move(done));
-      auto on_exec = [self, round, i, &pool, done = std::move(done)](command_result&& r) mutable {
+      // The transaction names the standalone record: a cluster member
+      // always gets the script.
+      if (pool.is_cluster() || !a.eng_.trust().window_covers(i, a.st_->opts.expiry))
+        return script(i, pool, std::move(done));
+      auto on_exec = [self, round, i, pool, done = std::move(done)](command_result&& r) mutable {
         acquisition& a = *self;
         // Finished (abandoned, or shut down with an engine that may be gone
         // by now): nothing below is wanted, and the engine must not be used.

@@ -39,24 +39,24 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     }
     addresses_.push_back(address);
     uris_.push_back(n.unix_path.empty() ? (n.tls.enabled ? "rediss://" : "redis://") + address : address);
-    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
+    pools_.push_back(std::make_unique<member>(std::make_unique<node_pool>(loop_.loop(), n, options)));
   }
   size_ = pools_.size();
   telemetry_ = std::make_shared<detail::telemetry>(addresses_, options.observer, options.log);
   for (std::size_t i = 0; i < size_; ++i) {
-    pools_[i]->on_event([t = telemetry_, i](pool_event e, std::string_view detail,
-                                            std::chrono::steady_clock::time_point sent_at) {
+    pools_[i]->pool()->on_event([t = telemetry_, i](pool_event e, std::string_view detail,
+                                                    std::chrono::steady_clock::time_point sent_at) {
       t->pool(i, e, detail, sent_at);
     });
   }
   std::vector<std::shared_ptr<const tls_context>> tls;
-  for (const auto& pool : pools_) tls.push_back(pool->tls());
+  for (const auto& pool : pools_) tls.push_back(pool->pool()->tls());
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), std::move(tls), options);
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO first: node_trust needs the server's
   // run_id to tell whether the node's record (and vote) is verified.
   for (std::size_t i = 0; i < pools_.size(); ++i) {
-    pools_[i]->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
+    pools_[i]->pool()->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
   }
 }
 
@@ -74,13 +74,13 @@ namespace {
 // close callback, so the last callback defers the destruction to a zero timer
 // whose close callback frees everything.
 struct pool_closer {
-  std::vector<std::unique_ptr<node_pool>> pools;
+  std::vector<std::unique_ptr<member>> pools;
   std::unique_ptr<release_listener> listener;
   std::size_t remaining = 0;
   std::function<void()> done;
   uv_timer_t defer{};
 
-  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<node_pool>> pools,
+  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<member>> pools,
                     std::unique_ptr<release_listener> listener, std::function<void()> done) {
     auto* c = new pool_closer{std::move(pools), std::move(listener), 0, std::move(done), {}};
     uv_timer_init(loop, &c->defer);
@@ -131,7 +131,7 @@ void engine::shut_down(std::function<void()> closed) {
   trust_->close();
   telemetry_->close();
   struct parts {
-    std::vector<std::unique_ptr<node_pool>> pools;
+    std::vector<std::unique_ptr<member>> pools;
     std::unique_ptr<release_listener> listener;
   };
   auto p = std::make_shared<parts>(parts{std::move(pools_), std::move(listener_)});

@@ -9,7 +9,7 @@
 #include "redlock/telemetry.hpp"
 #include "transport/cleanup_drain.hpp"
 #include "transport/event_loop.hpp"
-#include "transport/node_pool.hpp"
+#include "transport/member.hpp"
 
 #include <redsync/options.hpp>
 
@@ -65,6 +65,8 @@ class engine {
   // credential (nothing left to redact) and says which name of a server
   // the node list used.
   const std::string& uri(std::size_t i) const noexcept { return uris_[i]; }
+  // Some member is a whole Redis Cluster (docs/cluster.md).
+  bool has_cluster_members() const noexcept { return has_cluster_; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
   // may be sent after that.
@@ -73,8 +75,10 @@ class engine {
   // shutdown waits for it.
   command_callback track_cleanup(command_callback done) { return drain_->track(std::move(done)); }
 
-  // Loop thread only.
-  node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+  // Loop thread only. Member i, and where a call whose keys are in `slot`
+  // goes on it (a standalone member ignores the slot).
+  member& node(std::size_t i) noexcept { return *pools_[i]; }
+  member_slot at(std::size_t i, std::uint16_t slot) noexcept { return {pools_[i].get(), slot}; }
   std::mt19937_64& rng() noexcept { return rng_; }
   release_listener& listener() noexcept { return *listener_; }
 
@@ -100,8 +104,9 @@ class engine {
   void shut_down(std::function<void()> closed);
 
   event_loop loop_;
-  std::vector<std::unique_ptr<node_pool>> pools_;
+  std::vector<std::unique_ptr<member>> pools_;
   std::size_t size_ = 0;
+  bool has_cluster_ = false;
   std::shared_ptr<cleanup_drain> drain_ = std::make_shared<cleanup_drain>();
   const std::chrono::milliseconds shutdown_timeout_;
   std::unique_ptr<release_listener> listener_;

@@ -245,7 +245,7 @@ void node_trust::start_look() {
     l->asked[i] = nodes_[i].identity;
     auto call = std::make_shared<script_call>(make_script_call(
         record_read_script(), {key}, {std::string_view(l->new_mark), std::string_view(l->asked[i])}));
-    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.at(i, 0), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), l, call, i](command_result&& r) {
                   if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
                   std::optional<node_record> rec;
@@ -354,7 +354,7 @@ void node_trust::on_look(const look& l) {
         make_script_call(record_stamp_script(), {key},
                          {floor, l.identity[i], nd.mark, std::to_string(nd.first_seen), window_text}));
     nd.mark.clear();
-    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.at(i, 0), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
                   if (alive.expired()) return;
                   if (--stamps_in_flight_ == 0) settle();

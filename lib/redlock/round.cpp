@@ -149,7 +149,8 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
   }
   for (std::size_t i : order) {
     if (st->counts.nodes[i].status == node_status::excluded) continue;
-    st->spec.send(i, eng.node(i), [st, i](command_result&& r) { st->on_answer(i, std::move(r)); });
+    st->spec.send(i, eng.at(i, st->spec.slot),
+                  [st, i](command_result&& r) { st->on_answer(i, std::move(r)); });
   }
 }
 

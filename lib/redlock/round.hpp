@@ -38,8 +38,10 @@ using classify_fn = node_status (*)(const reply& value);
 
 struct round_spec {
   // Sends the round's command to node `i` (its pool) and calls `done` once.
-  std::function<void(std::size_t i, node_pool& pool, command_callback done)> send;
+  std::function<void(std::size_t i, member_slot pool, command_callback done)> send;
   classify_fn classify = nullptr;
+  // The slot of the call's keys (each member's `send` gets member_slot{member, slot}).
+  std::uint16_t slot = 0;
   std::size_t quorum = 0;
   // Report as soon as the quorum is reached or has become impossible.
   bool fail_fast = false;
