@@ -12,13 +12,14 @@ member::member(std::unique_ptr<cluster_router> router) : router_(std::move(route
 
 member::~member() = default;
 
-void member::send(std::uint16_t slot, std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
-                  command_callback done, std::uint32_t replies) {
+void member::send(std::uint16_t slot, std::uint64_t route, wire_command cmd,
+                  std::chrono::microseconds timeout, command_callback done, std::uint32_t replies) {
   if (router_) return router_->send(slot, route, std::move(cmd), timeout, std::move(done), replies);
   pool_->send(route, std::move(cmd), timeout, std::move(done), replies);
 }
 
-void member::note(pool_event e, std::string_view detail, std::chrono::steady_clock::time_point sent_at) const {
+void member::note(pool_event e, std::string_view detail,
+                  std::chrono::steady_clock::time_point sent_at) const {
   if (pool_) return pool_->note(e, detail, sent_at);
   if (cluster_listener_) cluster_listener_(e, detail, sent_at);
 }
