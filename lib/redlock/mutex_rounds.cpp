@@ -31,7 +31,7 @@ round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classif
   // One server under two names counts once: its later names are left out,
   // so neither an acquisition nor an extension counts it twice, and the
   // first name's SET is not beaten by its own twin (node_trust.hpp).
-  spec.excluded_why = st.eng.trust().later_names();
+  spec.excluded_why = st.eng.trust(st.slot).later_names();
   if (!spec.excluded_why.empty()) {
     spec.excluded.resize(spec.excluded_why.size());
     for (std::size_t i = 0; i < spec.excluded_why.size(); ++i) {

@@ -61,7 +61,10 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
 
  private:
   void on_result(command_result&& r) {
-    const bool replied = r.status == transport_status::ok;
+    // TRYAGAIN (a cluster member's slot is migrating and the keys are
+    // split): the release did not run; try again as for no answer.
+    const bool replied =
+        r.status == transport_status::ok && !(r.value.is_error() && r.value.str.starts_with("TRYAGAIN"));
     if (first_) {
       auto first = std::move(first_);
       first_ = nullptr;

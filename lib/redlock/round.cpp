@@ -81,7 +81,7 @@ struct round_state {
             counts.integers[i] = r.value.elements[0].integer;
           }
           if (n.status == node_status::ok && spec.exclude_yes &&
-              spec.exclude_yes(i, r.value, counts.nodes, n.message))
+              spec.exclude_yes(i, r.value, r.served_by, counts.nodes, n.message))
             n.status = node_status::excluded;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;

@@ -135,9 +135,9 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
         done(std::move(r));
       });
     };
-    spec.exclude_yes = [self = self()](std::size_t i, const reply& r, const std::vector<node_result>& so_far,
-                                       std::string& why) {
-      return self->eng_.trust().exclude_yes(i, r, self->st_->opts.expiry, so_far, why);
+    spec.exclude_yes = [self = self()](std::size_t i, const reply& r, std::string_view served_by,
+                                       const std::vector<node_result>& so_far, std::string& why) {
+      return self->eng_.trust().exclude_yes(i, r, served_by, self->st_->opts.expiry, so_far, why);
     };
     attempt_start_ = clock::now();
     in_round_ = true;
