@@ -5,6 +5,7 @@
 #include "redlock/options_check.hpp"
 #include "redlock/semaphore_quorum.hpp"
 #include "redlock/semaphore_state.hpp"
+#include "util/cluster_uri.hpp"
 
 #include <redsync/redsync.hpp>
 
@@ -18,17 +19,23 @@ namespace redsync {
 
 namespace {
 
-std::vector<node_options> parse_all(const std::vector<std::string>& uris) {
-  std::vector<node_options> nodes;
-  nodes.reserve(uris.size());
-  for (const auto& u : uris) nodes.push_back(node_options::parse(u));
-  return nodes;
+// Each URI is a node, or a whole Redis Cluster (docs/cluster.md).
+std::vector<detail::member_spec> parse_all(const std::vector<std::string>& uris) {
+  std::vector<detail::member_spec> members;
+  members.reserve(uris.size());
+  for (const auto& u : uris) {
+    if (detail::is_cluster_uri(u))
+      members.push_back({{}, detail::parse_cluster_uri(u)});
+    else
+      members.push_back({node_options::parse(u), {}});
+  }
+  return members;
 }
 
 }  // namespace
 
 Redsync::Redsync(const std::vector<std::string>& node_uris, redsync_options options)
-    : Redsync(parse_all(node_uris), std::move(options)) {}
+    : engine_(std::make_shared<detail::engine>(parse_all(node_uris), options)) {}
 
 Redsync::Redsync(std::initializer_list<std::string_view> node_uris, redsync_options options)
     : Redsync(std::vector<std::string>(node_uris.begin(), node_uris.end()), std::move(options)) {}
@@ -65,6 +72,11 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
 
 Semaphore Redsync::new_semaphore(std::string name, int permits, semaphore_options options) {
   detail::check_semaphore_options(name, options);
+  if (engine_->has_cluster_members())
+    throw config_error(fmt::format(
+        "semaphore \"{}\": semaphores do not take cluster members yet (docs/cluster.md); use a Mutex, or "
+        "standalone nodes",
+        name));
   const std::size_t q = detail::checked_semaphore_quorum(engine_->size(), permits, options.quorum);
   // The restart guard's window and the repair delay cover the permits' expiry too.
   engine_->note_expiry(options.expiry);

@@ -215,6 +215,12 @@ bool starts_like_uri(std::string_view piece) {
 
 }  // namespace
 
+bool is_cluster_member_uri(std::string_view uri) {
+  std::string head(uri.substr(0, uri.find("://")));
+  for (char& c : head) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  return uri.find("://") != std::string_view::npos && (head == "redis+cluster" || head == "rediss+cluster");
+}
+
 // Messages name a URI by its place in the list, never by the list's text:
 // that holds the passwords of every node.
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text) {
@@ -230,6 +236,16 @@ std::vector<std::string> parse_nodes(std::string_view what, std::string_view tex
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     if (pieces[i].empty())
       throw usage_error(fmt::format("{}: node URI {} of {} is empty", what, i + 1, pieces.size()));
+    if (is_cluster_member_uri(pieces[i])) {
+      // A cluster member's seeds are separated by commas too: the pieces
+      // that do not start with a scheme continue it (docs/cluster.md). The
+      // library checks it (its messages never show a password).
+      std::string member(pieces[i]);
+      while (i + 1 < pieces.size() && !pieces[i + 1].empty() && !starts_like_uri(pieces[i + 1]))
+        member += "," + std::string(pieces[++i]);
+      uris.push_back(std::move(member));
+      continue;
+    }
     try {
       (void)node_options::parse(pieces[i]);
     } catch (const config_error& e) {

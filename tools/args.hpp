@@ -69,6 +69,10 @@ double parse_double(std::string_view what, std::string_view text);
 /// node_options::parse. `what` names the source ("--nodes", "REDSYNC_NODES").
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text);
 
+// True for a redis+cluster:// or rediss+cluster:// URI: a member that is a
+// whole Redis Cluster (docs/cluster.md), which the per-node helpers skip.
+bool is_cluster_member_uri(std::string_view uri);
+
 /// Adds the TLS options given in `args` (`--tls-ca FILE`, `--tls-ca-dir DIR`,
 /// `--tls-cert FILE`, `--tls-key FILE`, `--tls-server-name NAME`,
 /// `--tls-insecure`, which every command's option table lists) to every

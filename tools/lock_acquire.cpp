@@ -21,6 +21,7 @@
 // check attempts unnecessary.)
 
 #include "acquire_failure.hpp"
+#include "args.hpp"
 #include "exit_status.hpp"
 #include "lock_run.hpp"
 #include "tls_failure.hpp"
@@ -154,6 +155,7 @@ void lock_run::explain_tls_ports(result& r) {
   for (std::size_t i = 0; i < r.nodes.size() && i < cfg_.nodes.size(); ++i) {
     node_result& n = r.nodes[i];
     if (n.status != node_status::unreachable || !may_be_tls_port(n.message)) continue;
+    if (is_cluster_member_uri(cfg_.nodes[i])) continue;
     const node_options node = node_options::parse(cfg_.nodes[i]);
     if (node.tls.enabled) continue;
     if (!tls_port_[i]) tls_port_[i] = speaks_tls(node, 1s);

@@ -107,7 +107,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     // Restart guard: the first acquisition of this Redsync waits until every
     // node's record was looked at; later ones go at once.
     waiting_for_survey_ = true;
-    eng_.trust().when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
+    eng_.trust(st_->slot).when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
   }
 
   // Redlock steps 1 and 2: note the start time, then SET NX PX (inside the
@@ -119,7 +119,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     attempt_start_ = clock::now();
     in_round_ = true;
     round_spec spec = mutex_round_without_sender(*st_, classify_acquire);
-    spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, node_pool& pool,
+    spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, member_slot pool,
                                                            command_callback done) {
       acquisition& a = *self;
       a.line_->on_script_sent(i);
@@ -130,11 +130,11 @@ class acquisition final : public mutex_operation, public release_listener::waite
     sent_an_attempt_ = true;
     // Restart guard: a yes from a node whose vote does not count yet is
     // reported as `excluded` and not counted.
-    spec.exclude_yes = [self = self(), expiry = st_->opts.expiry](std::size_t i, const reply& r,
-                                                                  const std::vector<node_result>& so_far,
-                                                                  std::string& why) {
+    spec.exclude_yes = [self = self(), expiry = st_->opts.expiry](
+                           std::size_t i, const reply& r, std::string_view served_by,
+                           const std::vector<node_result>& so_far, std::string& why) {
       self->line_->on_won(i, acquire_answer_in_line(r));
-      return self->eng_.trust().exclude_yes(i, r, expiry, so_far, why);
+      return self->eng_.trust(self->st_->slot).exclude_yes(i, r, served_by, expiry, so_far, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
   }
@@ -157,10 +157,13 @@ class acquisition final : public mutex_operation, public release_listener::waite
   // release sent after the report must not be overtaken by a later SET.
   round_sender fast_sender(round_sender script) {
     return [self = self(), script = std::move(script), round = rounds_reported_](
-               std::size_t i, node_pool& pool, command_callback done) mutable {
+               std::size_t i, member_slot pool, command_callback done) mutable {
       acquisition& a = *self;
-      if (!a.eng_.trust().window_covers(i, a.st_->opts.expiry)) return script(i, pool, std::move(done));
-      auto on_exec = [self, round, i, &pool, done = std::move(done)](command_result&& r) mutable {
+      // The transaction names the standalone record: a cluster member
+      // always gets the script.
+      if (pool.is_cluster() || !a.eng_.trust(a.st_->slot).window_covers(i, a.st_->opts.expiry))
+        return script(i, pool, std::move(done));
+      auto on_exec = [self, round, i, pool, done = std::move(done)](command_result&& r) mutable {
         acquisition& a = *self;
         // Finished (abandoned, or shut down with an engine that may be gone
         // by now): nothing below is wanted, and the engine must not be used.
@@ -170,7 +173,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
           // This node cannot run the transaction (an ACL written before it
           // existed, say): the script from now on, and one more attempt at
           // once that does not count as a try.
-          a.eng_.trust().transaction_refused(i);
+          a.eng_.trust(a.st_->slot).transaction_refused(i);
           a.transaction_refused_ = true;
           // An EXEC the server does not know (renamed away, or a proxy that
           // refuses it) leaves the connection inside MULTI, where every

@@ -15,21 +15,48 @@
 
 namespace redsync::detail {
 
+namespace {
+
+std::vector<member_spec> standalone(std::vector<node_options> nodes) {
+  std::vector<member_spec> out;
+  out.reserve(nodes.size());
+  for (auto& n : nodes) out.push_back({std::move(n), {}});
+  return out;
+}
+
+// "redis+cluster://a:1,b:2": how messages name a cluster member.
+std::string cluster_uri_text(const std::vector<node_options>& seeds) {
+  std::string out = seeds.front().tls.enabled ? "rediss+cluster://" : "redis+cluster://";
+  for (std::size_t k = 0; k < seeds.size(); ++k) out += (k == 0 ? "" : ",") + seeds[k].address();
+  return out;
+}
+
+}  // namespace
+
 engine::engine(std::vector<node_options> nodes, const redsync_options& options)
+    : engine(standalone(std::move(nodes)), options) {}
+
+engine::engine(std::vector<member_spec> members, const redsync_options& options)
     : loop_(options.loop),
       shutdown_timeout_(options.shutdown_timeout),
       rng_(std::random_device{}()),
+      restart_guard_(options.restart_guard),
+      restart_guard_window_(options.restart_guard_window),
       script_mode_(options.script_mode) {
   check_redsync_options(options);
-  if (nodes.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
-  pools_.reserve(nodes.size());
-  for (const auto& n : nodes) {
-    check_node_options(n);
+  if (members.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
+  pools_.reserve(members.size());
+  std::vector<node_options> listened;  // the listener's node per member (unused for a cluster's)
+  std::vector<bool> no_wakeups;
+  for (auto& spec : members) {
+    const bool cluster = !spec.seeds.empty();
+    for (const auto& n : cluster ? spec.seeds : std::vector<node_options>{spec.node}) check_node_options(n);
     // The same server twice would cast its vote twice: Redlock's quorum
     // assumes independent masters. (Two names for one server, a host name
     // and its address, cannot be told apart here: node_trust tells them
     // apart by run_id once connected.)
-    const std::string address = n.address();
+    const std::string text = cluster ? cluster_uri_text(spec.seeds) : std::string();
+    const std::string address = cluster ? "cluster " + text.substr(text.find("//") + 2) : spec.node.address();
     for (std::size_t k = 0; k < addresses_.size(); ++k) {
       if (addresses_[k] == address)
         throw config_error(fmt::format(
@@ -38,26 +65,74 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
             k + 1, addresses_.size() + 1, address));
     }
     addresses_.push_back(address);
-    uris_.push_back(n.unix_path.empty() ? (n.tls.enabled ? "rediss://" : "redis://") + address : address);
-    pools_.push_back(std::make_unique<node_pool>(loop_.loop(), n, options));
+    if (cluster) {
+      has_cluster_ = true;
+      uris_.push_back(text);
+      listened.push_back(spec.seeds.front());
+      no_wakeups.push_back(true);
+      pools_.push_back(std::make_unique<member>(
+          std::make_unique<cluster_router>(loop_.loop(), std::move(spec.seeds), options)));
+    } else {
+      const node_options& n = spec.node;
+      uris_.push_back(n.unix_path.empty() ? (n.tls.enabled ? "rediss://" : "redis://") + address : address);
+      listened.push_back(n);
+      no_wakeups.push_back(false);
+      pools_.push_back(std::make_unique<member>(std::make_unique<node_pool>(loop_.loop(), n, options)));
+    }
   }
   size_ = pools_.size();
+  cluster_ids_.resize(size_);
   telemetry_ = std::make_shared<detail::telemetry>(addresses_, options.observer, options.log);
   for (std::size_t i = 0; i < size_; ++i) {
-    pools_[i]->on_event([t = telemetry_, i](pool_event e, std::string_view detail,
-                                            std::chrono::steady_clock::time_point sent_at) {
+    auto report = [t = telemetry_, i](pool_event e, std::string_view detail,
+                                      std::chrono::steady_clock::time_point sent_at) {
       t->pool(i, e, detail, sent_at);
-    });
+    };
+    if (pools_[i]->pool())
+      pools_[i]->pool()->on_event(std::move(report));
+    else
+      pools_[i]->on_cluster_event(std::move(report));
   }
   std::vector<std::shared_ptr<const tls_context>> tls;
-  for (const auto& pool : pools_) tls.push_back(pool->tls());
-  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(nodes), std::move(tls), options);
+  for (const auto& m : pools_) tls.push_back(m->pool() ? m->pool()->tls() : nullptr);
+  // Wake-ups are off on cluster members for now (docs/cluster.md): a waiter
+  // there relies on its retry delay.
+  listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(listened), std::move(tls), options,
+                                                 std::move(no_wakeups));
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO first: node_trust needs the server's
-  // run_id to tell whether the node's record (and vote) is verified.
+  // run_id to tell whether the node's record (and vote) is verified. On a
+  // cluster member, per master: the trust of a slot reads the identity of
+  // the master that ran each call (command_result::served_by).
   for (std::size_t i = 0; i < pools_.size(); ++i) {
-    pools_[i]->on_server_info([this, i](const reply& info) { trust_->on_server_info(i, info); });
+    if (pools_[i]->pool()) {
+      pools_[i]->pool()->on_server_info([this, i](const reply& info) {
+        trust_->on_server_info(i, info);
+        for (auto& [slot, t] : slot_trust_) t->on_server_info(i, info);
+      });
+    } else {
+      pools_[i]->router()->on_server_info([this, i](const std::string& address, const reply& info) {
+        cluster_ids_[i][address] = identify_server(info, script_mode_);
+      });
+    }
   }
+}
+
+node_trust& engine::trust(std::uint16_t slot) {
+  if (!has_cluster_) return *trust_;
+  auto& t = slot_trust_[slot];
+  if (!t) {
+    t = std::make_unique<node_trust>(*this, restart_guard_, restart_guard_window_, slot);
+    // The standalone members' identities, as the first trust read them.
+    for (std::size_t i = 0; i < size_; ++i) t->copy_identity(i, *trust_);
+  }
+  return *t;
+}
+
+server_identity engine::cluster_identity(std::size_t i, const std::string& address) const {
+  const auto& ids = cluster_ids_[i];
+  const auto it = ids.find(address);
+  return it == ids.end() ? server_identity{} : it->second;
 }
 
 void engine::note_expiry(std::chrono::milliseconds expiry) noexcept {
@@ -74,13 +149,13 @@ namespace {
 // close callback, so the last callback defers the destruction to a zero timer
 // whose close callback frees everything.
 struct pool_closer {
-  std::vector<std::unique_ptr<node_pool>> pools;
+  std::vector<std::unique_ptr<member>> pools;
   std::unique_ptr<release_listener> listener;
   std::size_t remaining = 0;
   std::function<void()> done;
   uv_timer_t defer{};
 
-  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<node_pool>> pools,
+  static void start(uv_loop_t* loop, std::vector<std::unique_ptr<member>> pools,
                     std::unique_ptr<release_listener> listener, std::function<void()> done) {
     auto* c = new pool_closer{std::move(pools), std::move(listener), 0, std::move(done), {}};
     uv_timer_init(loop, &c->defer);
@@ -129,9 +204,10 @@ void engine::shut_down(std::function<void()> closed) {
   // engine destroyed on its own loop thread is gone by then.
   wind_up_tasks();
   trust_->close();
+  for (auto& [slot, t] : slot_trust_) t->close();
   telemetry_->close();
   struct parts {
-    std::vector<std::unique_ptr<node_pool>> pools;
+    std::vector<std::unique_ptr<member>> pools;
     std::unique_ptr<release_listener> listener;
   };
   auto p = std::make_shared<parts>(parts{std::move(pools_), std::move(listener_)});

@@ -9,7 +9,7 @@
 #include "redlock/telemetry.hpp"
 #include "transport/cleanup_drain.hpp"
 #include "transport/event_loop.hpp"
-#include "transport/node_pool.hpp"
+#include "transport/member.hpp"
 
 #include <redsync/options.hpp>
 
@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -34,9 +35,17 @@ struct loop_task {
   virtual void on_shutdown() = 0;
 };
 
+// One member of the set: a standalone node (`seeds` empty), or a whole Redis
+// Cluster named by its seeds (parse_cluster_uri; `node` unused).
+struct member_spec {
+  node_options node;
+  std::vector<node_options> seeds;
+};
+
 class engine {
  public:
   engine(std::vector<node_options> nodes, const redsync_options& options);
+  engine(std::vector<member_spec> members, const redsync_options& options);
   // Winds up the tasks on the loop (releases still due are sent then), waits
   // up to shutdown_timeout for those releases' replies, closes every pool
   // (outstanding commands complete with `shutdown`), then stops the loop.
@@ -65,6 +74,8 @@ class engine {
   // credential (nothing left to redact) and says which name of a server
   // the node list used.
   const std::string& uri(std::size_t i) const noexcept { return uris_[i]; }
+  // Some member is a whole Redis Cluster (docs/cluster.md).
+  bool has_cluster_members() const noexcept { return has_cluster_; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
   // may be sent after that.
@@ -73,8 +84,10 @@ class engine {
   // shutdown waits for it.
   command_callback track_cleanup(command_callback done) { return drain_->track(std::move(done)); }
 
-  // Loop thread only.
-  node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+  // Loop thread only. Member i, and where a call whose keys are in `slot`
+  // goes on it (a standalone member ignores the slot).
+  member& node(std::size_t i) noexcept { return *pools_[i]; }
+  member_slot at(std::size_t i, std::uint16_t slot) noexcept { return {pools_[i].get(), slot}; }
   std::mt19937_64& rng() noexcept { return rng_; }
   release_listener& listener() noexcept { return *listener_; }
 
@@ -84,8 +97,14 @@ class engine {
   std::chrono::milliseconds longest_expiry() const noexcept {
     return std::chrono::milliseconds{longest_expiry_ms_.load(std::memory_order_relaxed)};
   }
-  // Loop thread: which nodes' votes count (restart guard, fencing repair).
-  node_trust& trust() noexcept { return *trust_; }
+  // Loop thread: which nodes' votes count (restart guard, fencing repair),
+  // for names of `slot`: one node_trust for every slot without cluster
+  // members, else one per slot in use, each judging (member, slot)
+  // (docs/cluster.md).
+  node_trust& trust(std::uint16_t slot = 0);
+  // Loop thread: what the handshake INFO of master `address` of cluster
+  // member i said (node_identity.hpp); empty if none was read.
+  server_identity cluster_identity(std::size_t i, const std::string& address) const;
   // Counters, observer and log hook (any thread for snapshot(), else loop).
   detail::telemetry& telemetry() noexcept { return *telemetry_; }
   // Expired once the engine is destroyed (see alive_).
@@ -100,8 +119,9 @@ class engine {
   void shut_down(std::function<void()> closed);
 
   event_loop loop_;
-  std::vector<std::unique_ptr<node_pool>> pools_;
+  std::vector<std::unique_ptr<member>> pools_;
   std::size_t size_ = 0;
+  bool has_cluster_ = false;
   std::shared_ptr<cleanup_drain> drain_ = std::make_shared<cleanup_drain>();
   const std::chrono::milliseconds shutdown_timeout_;
   std::unique_ptr<release_listener> listener_;
@@ -111,6 +131,11 @@ class engine {
   std::unordered_set<loop_task*> tasks_;
   std::atomic<std::int64_t> longest_expiry_ms_{0};
   std::unique_ptr<node_trust> trust_;
+  std::map<std::uint16_t, std::unique_ptr<node_trust>> slot_trust_;  // with cluster members
+  bool restart_guard_ = true;
+  std::chrono::milliseconds restart_guard_window_{0};
+  // Per cluster member: each master's identity, by host:port.
+  std::vector<std::map<std::string, server_identity>> cluster_ids_;
   // Shared with the pools' event listeners, which may outlive the engine.
   std::shared_ptr<detail::telemetry> telemetry_;
   // Expires with the engine. An engine destroyed on an application-owned

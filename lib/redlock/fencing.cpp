@@ -30,8 +30,9 @@ void write_back_token(mutex_state& st, std::string_view value, const token_votes
                       std::function<void(bool)> done) {
   const std::string token_text = std::to_string(votes.token);
   round_spec spec;
-  spec.send = script_sender(st, make_script_call(fence_script(), {st.name, record_key}, {value, token_text}));
+  spec.send = script_sender(st, st.call(fence_script(), &lock_keys::fence_keys, {value, token_text}, false));
   spec.classify = classify_fence;
+  spec.slot = st.slot;
   write_back_token(st.eng, std::move(spec), st.eng.quorum(), votes, std::move(done));
 }
 

@@ -123,17 +123,18 @@ class holder_round final : public mutex_operation {
       if (const errc refused = extension_refused(); refused != errc{}) return finish(refused);
       if (!st_->extend_call) {
         st_->extend_call =
-            make_script_call(extend_script(), st_->keys,
-                             {st_->value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"});
+            st_->call(extend_script(), &lock_keys::keys,
+                      {st_->value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"}, false);
       }
     }
     round_spec spec =
         // An extension with set_nx_on_extend may SET: no fallback once the
         // round reported and the unlock may be queued behind it.
-        extends() ? mutex_round(*st_, st_->extend_call, classify_three_way,
-                                [self = shared_from_this(), this] { return in_round_ && !finished(); })
-                  : mutex_round(*st_, make_script_call(check_script(), st_->keys, {st_->value_snapshot()}),
-                                classify_three_way);
+        extends()
+            ? mutex_round(*st_, st_->extend_call, classify_three_way,
+                          [self = shared_from_this(), this] { return in_round_ && !finished(); })
+            : mutex_round(*st_, st_->call(check_script(), &lock_keys::keys, {st_->value_snapshot()}, false),
+                          classify_three_way);
     attempts_ = 1;
     started_round_at_ = clock::now();
     in_round_ = true;

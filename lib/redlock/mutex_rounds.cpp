@@ -9,7 +9,7 @@ namespace redsync::detail {
 
 round_sender script_sender(const mutex_state& st, const script_call& call, fallback_wanted wanted) {
   return [mode = st.eng.script_mode(), call, route = st.route, timeout = st.timeout,
-          wanted = std::move(wanted)](std::size_t, node_pool& pool, command_callback cb) {
+          wanted = std::move(wanted)](std::size_t, member_slot pool, command_callback cb) {
     send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
   };
 }
@@ -24,13 +24,14 @@ round_spec mutex_round(const mutex_state& st, const script_call& call, classify_
 round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classify) {
   round_spec spec;
   spec.classify = classify;
+  spec.slot = st.slot;
   spec.quorum = st.eng.quorum();
   spec.fail_fast = st.opts.fail_fast;
   spec.shuffle = st.opts.shuffle_nodes;
   // One server under two names counts once: its later names are left out,
   // so neither an acquisition nor an extension counts it twice, and the
   // first name's SET is not beaten by its own twin (node_trust.hpp).
-  spec.excluded_why = st.eng.trust().later_names();
+  spec.excluded_why = st.eng.trust(st.slot).later_names();
   if (!spec.excluded_why.empty()) {
     spec.excluded.resize(spec.excluded_why.size());
     for (std::size_t i = 0; i < spec.excluded_why.size(); ++i) {
@@ -50,7 +51,7 @@ round_spec undo_round(mutex_state& st) {
 }
 
 void send_undo_unawaited(mutex_state& st, std::size_t i) {
-  send_script_in_order(st.eng.script_mode(), st.eng.node(i), st.route, st.undo(), st.timeout,
+  send_script_in_order(st.eng.script_mode(), st.eng.at(i, st.slot), st.route, st.undo(), st.timeout,
                        [](command_result&&) {});
 }
 
@@ -58,14 +59,14 @@ round_sender retried_release_sender(mutex_state& st) {
   return [e = &st.eng, call = st.release_call, route = st.route, timeout = st.timeout,
           give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
           wanted = [s = st.shared_from_this(), gen = st.generation] { return s->generation == gen; }](
-             std::size_t, node_pool& pool, command_callback done) {
+             std::size_t, member_slot pool, command_callback done) {
     send_release(*e, pool, route, call, timeout, give_up_at, wanted, std::move(done));
   };
 }
 
 void release_everywhere_retried(mutex_state& st) {
   const auto send = retried_release_sender(st);
-  for (std::size_t i = 0; i < st.eng.size(); ++i) send(i, st.eng.node(i), [](command_result&&) {});
+  for (std::size_t i = 0; i < st.eng.size(); ++i) send(i, st.eng.at(i, st.slot), [](command_result&&) {});
 }
 
 errc holder_failure(const tally& t, std::size_t quorum) {

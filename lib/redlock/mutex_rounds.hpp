@@ -15,7 +15,7 @@
 
 namespace redsync::detail {
 
-using round_sender = std::function<void(std::size_t i, node_pool& pool, command_callback done)>;
+using round_sender = std::function<void(std::size_t i, member_slot pool, command_callback done)>;
 
 // Sends `call` to a node as this mutex does (its route, its timeout); a
 // script fallback only while `wanted` says so (script_call.hpp).

@@ -14,22 +14,9 @@ namespace redsync::detail {
 
 namespace {
 
-std::vector<std::string> derive(const std::vector<std::string>& names, std::string (*key)(std::string_view)) {
-  std::vector<std::string> out;
-  out.reserve(names.size());
-  for (const auto& n : names) out.push_back(key(n));
-  return out;
-}
-
-std::vector<std::string_view> concat(std::initializer_list<const std::vector<std::string>*> parts,
-                                     std::size_t record_after = 0) {
-  std::vector<std::string_view> out;
-  std::size_t part = 0;
-  for (const auto* p : parts) {
-    out.insert(out.end(), p->begin(), p->end());
-    if (++part == record_after) out.push_back(record_key);
-  }
-  return out;
+std::unique_ptr<const lock_keys> cluster_layout(const engine& e, const std::vector<std::string>& names) {
+  if (!e.has_cluster_members()) return nullptr;
+  return std::make_unique<const lock_keys>(names, true);
 }
 
 }  // namespace
@@ -38,7 +25,10 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
     : eng(e),
       names(std::move(n)),
       name(names.front()),
-      keys(names.begin(), names.end()),
+      plain(names, false),
+      clustered(cluster_layout(e, names)),
+      slot(clustered ? names_slot(names) : std::uint16_t{0}),
+      keys(plain.keys),
       opts(std::move(o)),
       route(std::hash<std::string_view>{}(name)),
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
@@ -46,11 +36,9 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       expiry_ms(std::to_string(opts.expiry.count())),
       head_refresh(std::chrono::duration_cast<std::chrono::milliseconds>(timeout) +
                    std::chrono::milliseconds{250}),
-      line_keys(derive(names, line_key)),
-      lease_keys(derive(names, lease_key)),
-      channels(derive(names, release_channel)),
-      acquire_keys(concat({&names, &line_keys, &lease_keys}, 1)),
-      release_keys(concat({&names, &line_keys, &lease_keys})) {
+      line_keys(plain.line_keys),
+      lease_keys(plain.lease_keys),
+      channels(plain.channels) {
   if (opts.auto_extend) wd = std::make_unique<watchdog>(eng, *this, watch_settings::of(opts, timeout));
 }
 
@@ -85,9 +73,7 @@ bool mutex_state::begin_acquisition(const std::string& v) {
     token = fencing_token{};
     lost = std::stop_source{};
   }
-  std::vector<std::string_view> args{v, "0"};
-  args.insert(args.end(), channels.begin(), channels.end());
-  release_call = make_script_call(release_script(), release_keys, args);
+  release_call = call(release_script(), &lock_keys::release_keys, {v, "0"}, true);
   undo_call = {};    // built by the first failed attempt (most acquisitions have none)
   extend_call = {};  // built by the first extension of this acquisition
   return true;
@@ -95,9 +81,7 @@ bool mutex_state::begin_acquisition(const std::string& v) {
 
 const script_call& mutex_state::undo() {
   if (!undo_call) {
-    std::vector<std::string_view> args{value, "1"};
-    args.insert(args.end(), channels.begin(), channels.end());
-    undo_call = make_script_call(release_script(), release_keys, args);
+    undo_call = call(release_script(), &lock_keys::release_keys, {value, "1"}, true);
   }
   return undo_call;
 }

@@ -5,6 +5,7 @@
 // release, extend, check) run one at a time on the loop thread.
 
 #include "redlock/engine.hpp"
+#include "redlock/lock_keys.hpp"
 #include "redlock/scripts.hpp"
 #include "redlock/watchdog.hpp"
 
@@ -34,9 +35,15 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
 
   engine& eng;
-  const std::vector<std::string> names;      // one, or several (sorted) for a multi-name lock
-  const std::string& name;                   // names[0]
-  const std::vector<std::string_view> keys;  // names, as script KEYS
+  const std::vector<std::string> names;  // one, or several (sorted) for a multi-name lock
+  const std::string& name;               // names[0]
+  // The lock's keys on a standalone member, and on a cluster member (null
+  // when the set has none). lock_keys.hpp.
+  const lock_keys plain;
+  const std::unique_ptr<const lock_keys> clustered;
+  // The slot of the names on a cluster member (0 without cluster members).
+  const std::uint16_t slot;
+  const std::vector<std::string_view>& keys;  // names, as script KEYS (standalone)
   const mutex_options opts;
   const std::uint64_t route;                // picks the connection on each node
   const std::chrono::microseconds timeout;  // per-node command timeout
@@ -47,14 +54,10 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   // lock up for at most about three of these plus a second): one command
   // timeout plus the longest default retry delay. waiting_line.hpp.
   const std::chrono::milliseconds head_refresh;
-  // Per name, in the order of `names`:
-  const std::vector<std::string> line_keys;   // waiters for the name, oldest first
-  const std::vector<std::string> lease_keys;  // each waiter's lease in that line
-  const std::vector<std::string> channels;    // where releases of the name are announced
-  // Script KEYS: acquire = names, record, lines, leases; release = names,
-  // lines, leases.
-  const std::vector<std::string_view> acquire_keys;
-  const std::vector<std::string_view> release_keys;
+  // Per name, in the order of `names` (standalone layout):
+  const std::vector<std::string>& line_keys;   // waiters for the name, oldest first
+  const std::vector<std::string>& lease_keys;  // each waiter's lease in that line
+  const std::vector<std::string>& channels;    // where releases of the name are announced
 
   // Guarded by `mu`: read from any thread, written on the loop thread.
   mutable std::mutex mu;
@@ -79,6 +82,13 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   script_call extend_call;
   // Present when auto_extend is on.
   std::unique_ptr<watchdog> wd;
+
+  // `s` with the keys `which` picks and `args` (then the channels when
+  // `channels`), in both layouts where the set has cluster members.
+  script_call call(const lua_script& s, lock_keys_of which, const std::vector<std::string_view>& args,
+                   bool channels) const {
+    return make_lock_call(s, plain, clustered.get(), which, args, channels);
+  }
 
   // Makes a value with the configured generator (caller's thread).
   std::string make_value() const;

@@ -3,6 +3,7 @@
 
 #include "redlock/node_trust.hpp"
 
+#include "redlock/cluster_keys.hpp"
 #include "redlock/engine.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
@@ -48,8 +49,27 @@ struct node_trust::look {
   milliseconds recorded_window{0};
 };
 
-node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window)
-    : eng_(eng), guard_(guard), fixed_window_(window), nodes_(eng.size()) {}
+node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot)
+    : eng_(eng), guard_(guard), fixed_window_(window), slot_(slot), nodes_(eng.size()) {}
+
+void node_trust::copy_identity(std::size_t i, const node_trust& other) {
+  nodes_[i].identity = other.nodes_[i].identity;
+  nodes_[i].problem = other.nodes_[i].problem;
+  nodes_[i].run_id = other.nodes_[i].run_id;
+}
+
+void node_trust::adopt_master(std::size_t i, std::string_view served_by) {
+  // Standalone results name no master; after shutdown began the members are gone.
+  if (served_by.empty() || !eng_.can_send() || !eng_.node(i).is_cluster()) return;
+  server_identity id = eng_.cluster_identity(i, std::string(served_by));
+  nodes_[i].identity = std::move(id.identity);
+  nodes_[i].problem = std::move(id.problem);
+  nodes_[i].run_id = std::move(id.run_id);
+}
+
+std::string node_trust::record_of(std::size_t i) const {
+  return eng_.node(i).is_cluster() ? cluster_record_key(slot_) : std::string(record_key);
+}
 
 std::chrono::milliseconds node_trust::window() const {
   if (!guard_) return milliseconds::zero();
@@ -111,8 +131,9 @@ void node_trust::transaction_refused(std::size_t i) {
   nodes_[i].no_transaction = true;
 }
 
-bool node_trust::exclude_yes(std::size_t i, const reply& r, milliseconds expiry,
+bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string_view served_by, milliseconds expiry,
                              const std::vector<node_result>& round, std::string& why) {
+  adopt_master(i, served_by);
   const bool excluded = judge_yes(i, r, expiry, round, why);
   eng_.telemetry().vote(i, excluded, why);  // observability: excluded / voting again
   return excluded;
@@ -238,16 +259,17 @@ void node_trust::start_look() {
   l->has_counter.assign(n, false);
   l->fence.assign(n, 0);
   l->now.assign(n, 0);
-  const std::string key(record_key);
   for (std::size_t i = 0; i < n; ++i) {
+    const std::string key = record_of(i);
     // The read marks the node where needed, for the identity this
     // connection read (record_read_script): step (1) of the repair.
     l->asked[i] = nodes_[i].identity;
     auto call = std::make_shared<script_call>(make_script_call(
         record_read_script(), {key}, {std::string_view(l->new_mark), std::string_view(l->asked[i])}));
-    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.at(i, slot_), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), l, call, i](command_result&& r) {
                   if (alive.expired()) return;  // the engine is gone (closed from its own loop thread)
+                  adopt_master(i, r.served_by);
                   std::optional<node_record> rec;
                   if (r.status == transport_status::ok) rec = read_node_record(r.value);
                   if (rec) {
@@ -299,7 +321,6 @@ void node_trust::on_look(const look& l) {
   const bool may_repair = verified >= eng_.quorum() || answered == n;
   const std::string floor = std::to_string(highest);
   const std::string window_text = std::to_string(std::max(window().count(), recorded_window_.count()));
-  const std::string key(record_key);
   const auto now = clock::now();
   // Step (2) needs every read of this look a repair delay after the mark:
   // the mark's age on the node's clock must cover the delay and this look's
@@ -351,10 +372,10 @@ void node_trust::on_look(const look& l) {
     nd.blocked.clear();
     ++stamps_in_flight_;
     auto call = std::make_shared<script_call>(
-        make_script_call(record_stamp_script(), {key},
+        make_script_call(record_stamp_script(), {record_of(i)},
                          {floor, l.identity[i], nd.mark, std::to_string(nd.first_seen), window_text}));
     nd.mark.clear();
-    send_script(eng_.script_mode(), eng_.node(i), 0, *call, timeout_,
+    send_script(eng_.script_mode(), eng_.at(i, slot_), 0, *call, timeout_,
                 [this, alive = std::weak_ptr<int>(alive_), call](command_result&&) {
                   if (alive.expired()) return;
                   if (--stamps_in_flight_ == 0) settle();

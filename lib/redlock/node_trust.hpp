@@ -130,13 +130,19 @@ class node_trust {
 
   // guard: the restart guard is on. window: the guard window when not zero;
   // zero means the longest expiry this Redsync's mutexes use.
-  node_trust(engine& eng, bool guard, std::chrono::milliseconds window);
+  // slot: the slot whose names this trust judges, with cluster members
+  // (each cluster member's record is then redsync:node:{T} of that slot,
+  // and its identity the INFO of the master that answered each call:
+  // docs/cluster.md); a standalone member's record is its one record.
+  node_trust(engine& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot = 0);
   node_trust(const node_trust&) = delete;
   node_trust& operator=(const node_trust&) = delete;
 
   // The reply to `INFO` on a new connection to node i (an error reply when
   // it was refused).
   void on_server_info(std::size_t i, const reply& info);
+  // Node i's identity as `other` knows it (a new slot's trust).
+  void copy_identity(std::size_t i, const node_trust& other);
 
   // Node i said yes to an acquisition with expiry `expiry` with `r` =
   // {token, record identity, ms since first verified, recorded window ms}.
@@ -146,8 +152,10 @@ class node_trust {
   // cannot raise it) does not count either.
   // `round`: every node's result in this round so far (`ok`: its yes
   // counted), which the check for one server under two names needs.
-  bool exclude_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry,
-                   const std::vector<node_result>& round, std::string& why);
+  // `served_by`: the master of a cluster member that answered
+  // (command_result::served_by).
+  bool exclude_yes(std::size_t i, const reply& r, std::string_view served_by,
+                   std::chrono::milliseconds expiry, const std::vector<node_result>& round, std::string& why);
 
   // Per node, why it is left out of every round as the same server as an
   // earlier node of the list (the message names both), else empty; empty
@@ -200,6 +208,11 @@ class node_trust {
   // Node i is the first node of the list with its run_id (or has none).
   bool first_of_its_server(std::size_t i) const;
   void start_look();
+  // A cluster member i answered from master `served_by`: its identity for
+  // this slot is that master's (no-op for a standalone member).
+  void adopt_master(std::size_t i, std::string_view served_by);
+  // Node i's record key for this trust's slot.
+  std::string record_of(std::size_t i) const;
   void on_look(const look& l);
   void settle();
   void schedule(clock::time_point at);
@@ -208,6 +221,7 @@ class node_trust {
   engine& eng_;
   const bool guard_;
   const std::chrono::milliseconds fixed_window_;
+  const std::uint16_t slot_;
   std::vector<node> nodes_;
   bool surveyed_ = false;
   bool looking_ = false;

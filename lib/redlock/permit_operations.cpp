@@ -47,7 +47,7 @@ class permit_operation : public bounded_operation {
 round_sender permit_release_sender(const permit_state& p) {
   const semaphore_state& s = *p.sem;
   return [e = &s.eng, call = p.release_call, route = s.route, timeout = s.timeout,
-          give_up_at = clock::now() + s.opts.expiry + s.drift](std::size_t, node_pool& pool,
+          give_up_at = clock::now() + s.opts.expiry + s.drift](std::size_t, member_slot pool,
                                                                command_callback done) {
     send_release(
         *e, pool, route, call, timeout, give_up_at, [] { return true; }, std::move(done));
@@ -59,7 +59,7 @@ void release_unawaited(const permit_state& p) {
   engine& eng = p.sem->eng;
   if (!eng.can_send() || eng.shutting_down()) return;
   const auto send = permit_release_sender(p);
-  for (std::size_t i = 0; i < eng.size(); ++i) send(i, eng.node(i), [](command_result&&) {});
+  for (std::size_t i = 0; i < eng.size(); ++i) send(i, eng.at(i, 0), [](command_result&&) {});
 }
 
 // The release goes out whatever the context says (also when the caller

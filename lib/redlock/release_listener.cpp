@@ -18,9 +18,11 @@ constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
 
 release_listener::release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
                                    std::vector<std::shared_ptr<const tls_context>> tls,
-                                   const redsync_options& options)
+                                   const redsync_options& options, std::vector<bool> without)
     : loop_(loop), nodes_(std::move(nodes)), tls_(std::move(tls)), connect_timeout_(options.connect_timeout) {
   links_.resize(nodes_.size());
+  without_ = std::move(without);
+  without_.resize(nodes_.size(), false);
 }
 
 release_listener::~release_listener() = default;
@@ -33,6 +35,7 @@ bool release_listener::watch(const std::string& channel, waiter* w) {
   for (std::size_t i = 0; i < links_.size(); ++i) {
     const bool fresh =
         links_[i].conn == nullptr || links_[i].conn->current_state() == connection::state::disconnected;
+    if (without_[i]) continue;
     ensure_connected(i);  // a fresh connection subscribes to everything, this channel included
     if (!fresh) subscribe(i, channel);
   }
@@ -54,6 +57,7 @@ void release_listener::unwatch(const std::string& channel, waiter* w) {
 }
 
 void release_listener::ensure_connected(std::size_t i) {
+  if (without_[i]) return;
   auto& link = links_[i];
   if (!link.conn) {
     link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_, tls_[i]},

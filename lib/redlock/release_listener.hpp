@@ -37,8 +37,11 @@ class release_listener {
 
   // `tls[i]` is node i's TLS context (null for plain TCP), shared with its
   // node_pool.
+  // `without[i]`: node i gets no subscription (a cluster member, whose
+  // wake-ups are not built yet: docs/cluster.md); may be empty.
   release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
-                   std::vector<std::shared_ptr<const tls_context>> tls, const redsync_options& options);
+                   std::vector<std::shared_ptr<const tls_context>> tls, const redsync_options& options,
+                   std::vector<bool> without = {});
   ~release_listener();  // requires close() to have completed (or no watch ever)
   release_listener(const release_listener&) = delete;
   release_listener& operator=(const release_listener&) = delete;
@@ -71,6 +74,7 @@ class release_listener {
   std::vector<std::shared_ptr<const tls_context>> tls_;
   std::chrono::milliseconds connect_timeout_;
   std::vector<node_link> links_;
+  std::vector<bool> without_;
   struct channel_watch {
     std::vector<waiter*> waiters;
     bool confirmed = false;  // a node confirmed the subscription

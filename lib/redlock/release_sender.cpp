@@ -40,7 +40,7 @@ using std::chrono::microseconds;
 
 class release_sender final : public loop_task, public std::enable_shared_from_this<release_sender> {
  public:
-  release_sender(engine& eng, node_pool& pool, std::uint64_t route, script_call call, microseconds timeout,
+  release_sender(engine& eng, member_slot pool, std::uint64_t route, script_call call, microseconds timeout,
                  clock::time_point give_up_at, std::function<bool()> wanted, command_callback first)
       : eng_(eng),
         pool_(pool),
@@ -61,7 +61,10 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
 
  private:
   void on_result(command_result&& r) {
-    const bool replied = r.status == transport_status::ok;
+    // TRYAGAIN (a cluster member's slot is migrating and the keys are
+    // split): the release did not run; try again as for no answer.
+    const bool replied =
+        r.status == transport_status::ok && !(r.value.is_error() && r.value.str.starts_with("TRYAGAIN"));
     if (first_) {
       auto first = std::move(first_);
       first_ = nullptr;
@@ -91,7 +94,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
   }
 
   engine& eng_;
-  node_pool& pool_;
+  member_slot pool_;
   const std::uint64_t route_;
   const script_call call_;
   const microseconds timeout_;
@@ -104,7 +107,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
 
 }  // namespace
 
-void send_release(engine& eng, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
                   microseconds timeout, clock::time_point give_up_at, std::function<bool()> wanted,
                   command_callback first) {
   std::make_shared<release_sender>(eng, pool, route, call, timeout, give_up_at, std::move(wanted),

@@ -18,7 +18,7 @@ namespace redsync::detail {
 // turns false, or the engine shuts down. `first` gets the outcome of the
 // first send only (a round reports on it; the retries are background work).
 // Every send is tracked by the engine's shutdown drain.
-void send_release(engine& eng, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
                   std::chrono::microseconds timeout, std::chrono::steady_clock::time_point give_up_at,
                   std::function<bool()> wanted, command_callback first);
 

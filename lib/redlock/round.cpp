@@ -81,7 +81,7 @@ struct round_state {
             counts.integers[i] = r.value.elements[0].integer;
           }
           if (n.status == node_status::ok && spec.exclude_yes &&
-              spec.exclude_yes(i, r.value, counts.nodes, n.message))
+              spec.exclude_yes(i, r.value, r.served_by, counts.nodes, n.message))
             n.status = node_status::excluded;
           if (n.status == node_status::reply_error) {
             n.error_class = server_error::other;
@@ -149,7 +149,8 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
   }
   for (std::size_t i : order) {
     if (st->counts.nodes[i].status == node_status::excluded) continue;
-    st->spec.send(i, eng.node(i), [st, i](command_result&& r) { st->on_answer(i, std::move(r)); });
+    st->spec.send(i, eng.at(i, st->spec.slot),
+                  [st, i](command_result&& r) { st->on_answer(i, std::move(r)); });
   }
 }
 

@@ -38,8 +38,10 @@ using classify_fn = node_status (*)(const reply& value);
 
 struct round_spec {
   // Sends the round's command to node `i` (its pool) and calls `done` once.
-  std::function<void(std::size_t i, node_pool& pool, command_callback done)> send;
+  std::function<void(std::size_t i, member_slot pool, command_callback done)> send;
   classify_fn classify = nullptr;
+  // The slot of the call's keys (each member's `send` gets member_slot{member, slot}).
+  std::uint16_t slot = 0;
   std::size_t quorum = 0;
   // Report as soon as the quorum is reached or has become impossible.
   bool fail_fast = false;
@@ -49,10 +51,12 @@ struct round_spec {
   std::vector<bool> excluded;
   // Why, per node left out (its result's message); may be empty or shorter.
   std::vector<std::string> excluded_why;
-  // Asked when node i says yes (with its reply and every node's result so
-  // far): true (with a reason) turns that yes into `excluded`, which does
-  // not count towards the quorum. May be empty.
-  std::function<bool(std::size_t i, const reply& r, const std::vector<node_result>& so_far, std::string& why)>
+  // Asked when node i says yes (with its reply, the master of a cluster
+  // member that gave it (command_result::served_by), and every node's
+  // result so far): true (with a reason) turns that yes into `excluded`,
+  // which does not count towards the quorum. May be empty.
+  std::function<bool(std::size_t i, const reply& r, std::string_view served_by,
+                     const std::vector<node_result>& so_far, std::string& why)>
       exclude_yes;
 };
 

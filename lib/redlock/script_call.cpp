@@ -59,11 +59,11 @@ std::string no_functions(std::string_view command, std::string_view said) {
       command, said);
 }
 
-void send_eval(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
+void send_eval(member_slot pool, std::uint64_t route, const script_call& call, microseconds timeout,
                command_callback done, fallback_wanted wanted) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, call.evalsha, timeout,
-            [&pool, route, call, deadline, done = std::move(done),
+            [pool, route, call, deadline, done = std::move(done),
              wanted = std::move(wanted)](command_result&& r) mutable {
               if (!is_error_starting(r, "NOSCRIPT")) return done(std::move(r));
               if (wanted && !wanted()) return done(std::move(r));
@@ -82,7 +82,7 @@ void send_eval(node_pool& pool, std::uint64_t route, const script_call& call, mi
 // FUNCTION LOAD REPLACE of the call's library, then FCALL again, pipelined
 // on one connection: the load's reply arrives before the call's, so the
 // call's callback knows whether the load failed (and says why).
-void load_and_call(node_pool& pool, std::uint64_t route, const script_call& call, clock::time_point deadline,
+void load_and_call(member_slot pool, std::uint64_t route, const script_call& call, clock::time_point deadline,
                    microseconds first_latency, command_callback done) {
   auto load_error = std::make_shared<std::optional<std::string>>();
   const std::string library = function_library(*call.script);
@@ -114,11 +114,11 @@ void load_and_call(node_pool& pool, std::uint64_t route, const script_call& call
             });
 }
 
-void send_fcall(node_pool& pool, std::uint64_t route, const script_call& call, microseconds timeout,
+void send_fcall(member_slot pool, std::uint64_t route, const script_call& call, microseconds timeout,
                 command_callback done, fallback_wanted wanted) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, to_fcall(call), timeout,
-            [&pool, route, call, deadline, done = std::move(done),
+            [pool, route, call, deadline, done = std::move(done),
              wanted = std::move(wanted)](command_result&& r) mutable {
               if (unknown_command(r)) {
                 r.error = no_functions("FCALL", r.value.str);
@@ -151,6 +151,11 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
   return call;
 }
 
+void add_cluster_form(script_call& call, const std::vector<std::string_view>& keys,
+                      const std::vector<std::string_view>& args) {
+  call.cluster_evalsha = make_script_call(*call.script, keys, args).evalsha;
+}
+
 wire_command to_eval(const script_call& call) {
   return with_head(call, "EVAL", call.script->source);
 }
@@ -159,15 +164,19 @@ wire_command to_fcall(const script_call& call) {
   return with_head(call, "FCALL", function_name(*call.script));
 }
 
-void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_script(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
                  microseconds timeout, command_callback done, fallback_wanted wanted) {
+  if (pool.is_cluster() && call.cluster_evalsha)
+    return send_script(mode, pool, route, call.for_member(true), timeout, std::move(done), std::move(wanted));
   if (mode == script_mode::functions)
     return send_fcall(pool, route, call, timeout, std::move(done), std::move(wanted));
   send_eval(pool, route, call, timeout, std::move(done), std::move(wanted));
 }
 
-void send_script_in_order(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_script_in_order(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
                           microseconds timeout, command_callback done) {
+  if (pool.is_cluster() && call.cluster_evalsha)
+    return send_script_in_order(mode, pool, route, call.for_member(true), timeout, std::move(done));
   if (mode == script_mode::functions)
     return load_and_call(pool, route, call, clock::now() + timeout, microseconds::zero(), std::move(done));
   pool.send(route, to_eval(call), timeout, std::move(done));

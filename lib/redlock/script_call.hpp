@@ -7,7 +7,7 @@
 // (function_library.hpp), loaded with FUNCTION LOAD REPLACE when a node
 // answers that the function is not found, then called again.
 
-#include "transport/node_pool.hpp"
+#include "transport/member.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -29,8 +29,17 @@ struct lua_script {
 struct script_call {
   const lua_script* script = nullptr;
   wire_command evalsha;
+  // The same call with a cluster member's keys (cluster_keys.hpp), when
+  // they differ from the standalone ones; send_script sends it to cluster
+  // members.
+  wire_command cluster_evalsha;
 
   explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
+  // The form for a member of this kind.
+  script_call for_member(bool cluster) const {
+    if (!cluster || !cluster_evalsha) return *this;
+    return {script, cluster_evalsha, {}};
+  }
 };
 
 // The EVAL form of `call`: same arguments, the script's source instead of
@@ -41,6 +50,10 @@ wire_command to_eval(const script_call& call);
 // which must outlive it (the scripts of scripts.hpp live for the program).
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args);
+
+// Adds to `call` its cluster form: the same script with these KEYS and ARGV.
+void add_cluster_form(script_call& call, const std::vector<std::string_view>& keys,
+                      const std::vector<std::string_view>& args);
 
 // The FCALL form of `call`: same arguments, the script's function name
 // instead of its SHA1.
@@ -56,7 +69,8 @@ wire_command to_fcall(const script_call& call);
 // not sending the fallback leaves nothing behind.
 using fallback_wanted = std::function<bool()>;
 
-// Sends `call` to `pool` within `timeout`; `done` runs once.
+// Sends `call` (its form for `pool`'s kind of member) to `pool` within
+// `timeout`; `done` runs once.
 // eval: as EVALSHA and, if the node answers NOSCRIPT, again as EVAL on the
 // same route within what is left of `timeout`.
 // functions: as FCALL and, if the node answers that the function is not
@@ -65,7 +79,7 @@ using fallback_wanted = std::function<bool()>;
 // FCALL renamed away) or a refused FUNCTION LOAD gets an error reply whose
 // result's `error` names the cause and redsync_options::script_mode.
 // The fallback is sent only while `wanted` (if set) says so.
-void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_script(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
                  std::chrono::microseconds timeout, command_callback done, fallback_wanted wanted = {});
 
 // Sends `call` so that it runs in its place on the connection, with no
@@ -76,7 +90,7 @@ void send_script(script_mode mode, node_pool& pool, std::uint64_t route, const s
 // answer would run after the next attempt's SET of the same value, and
 // delete a lock that attempt won. Costs the script's source on the wire;
 // only the failure paths use it.
-void send_script_in_order(script_mode mode, node_pool& pool, std::uint64_t route, const script_call& call,
+void send_script_in_order(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
                           std::chrono::microseconds timeout, command_callback done);
 
 }  // namespace redsync::detail

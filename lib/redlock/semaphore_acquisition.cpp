@@ -128,16 +128,16 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       return !self->finished() && self->rounds_reported_ == round;
     });
     spec.send = [self = self(), send = std::move(spec.send), round = rounds_reported_](
-                    std::size_t i, node_pool& pool, command_callback done) {
+                    std::size_t i, member_slot pool, command_callback done) {
       send(i, pool, [self, i, round, done = std::move(done)](command_result&& r) mutable {
         if (round == self->rounds_reported_ && r.status == transport_status::ok && !r.value.is_error())
           self->read_answer(i, r.value);
         done(std::move(r));
       });
     };
-    spec.exclude_yes = [self = self()](std::size_t i, const reply& r, const std::vector<node_result>& so_far,
-                                       std::string& why) {
-      return self->eng_.trust().exclude_yes(i, r, self->st_->opts.expiry, so_far, why);
+    spec.exclude_yes = [self = self()](std::size_t i, const reply& r, std::string_view served_by,
+                                       const std::vector<node_result>& so_far, std::string& why) {
+      return self->eng_.trust().exclude_yes(i, r, served_by, self->st_->opts.expiry, so_far, why);
     };
     attempt_start_ = clock::now();
     in_round_ = true;
@@ -241,7 +241,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (!all && last_.nodes[i].status == node_status::taken) continue;
       if (!eng_.can_send()) return;
-      send_script_in_order(eng_.script_mode(), eng_.node(i), st_->route, current_->undo_call, st_->timeout,
+      send_script_in_order(eng_.script_mode(), eng_.at(i, 0), st_->route, current_->undo_call, st_->timeout,
                            eng_.track_cleanup([](command_result&&) {}));
     }
   }

@@ -36,7 +36,7 @@ round_spec semaphore_state::round(const script_call& call, classify_fn classify,
                                   fallback_wanted wanted) const {
   round_spec spec;
   spec.send = [mode = eng.script_mode(), call, route = route, timeout = timeout, wanted = std::move(wanted)](
-                  std::size_t, node_pool& pool, command_callback cb) {
+                  std::size_t, member_slot pool, command_callback cb) {
     send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
   };
   spec.classify = classify;

@@ -62,8 +62,7 @@ const script_call& waiting_line::call_for(std::size_t i) {
   if (!call) {
     std::vector<std::string_view> args{
         value_, st_.expiry_ms, arrival_, lease_ms_, stays ? "2" : joins_ ? "1" : "0", next_arrival_};
-    args.insert(args.end(), st_.channels.begin(), st_.channels.end());
-    call = make_script_call(acquire_script(), st_.acquire_keys, args);
+    call = st_.call(acquire_script(), &lock_keys::acquire_keys, args, true);
   }
   return call;
 }
@@ -160,13 +159,12 @@ void waiting_line::leave() {
     if (places_[i] == place::out) continue;
     places_[i] = place::out;
     if (!call) {
-      std::vector<std::string_view> args{value_, "0"};
-      args.insert(args.end(), st_.channels.begin(), st_.channels.end());
-      call = std::make_shared<script_call>(make_script_call(leave_script(), st_.release_keys, args));
+      call = std::make_shared<script_call>(
+          st_.call(leave_script(), &lock_keys::release_keys, {value_, "0"}, true));
     }
     send_script(
-        st_.eng.script_mode(), st_.eng.node(i), st_.route, *call, st_.timeout, [call](command_result&&) {},
-        wanted);
+        st_.eng.script_mode(), st_.eng.at(i, st_.slot), st_.route, *call, st_.timeout,
+        [call](command_result&&) {}, wanted);
   }
 }
 

@@ -79,8 +79,14 @@ node_pool& cluster_router::pool_at(const std::string& host, int port) {
   node_options node = seeds_.front();
   node.host = host;
   node.port = port;
-  std::unique_ptr<node_pool>& pool = pools_[node.address()];
-  if (!pool) pool = std::make_unique<node_pool>(loop_, std::move(node), options_);
+  const std::string address = node.address();
+  std::unique_ptr<node_pool>& pool = pools_[address];
+  if (!pool) {
+    pool = std::make_unique<node_pool>(loop_, std::move(node), options_);
+    pool->on_server_info([this, address](const reply& info) {
+      if (info_listener_) info_listener_(address, info);
+    });
+  }
   return *pool;
 }
 
@@ -197,6 +203,7 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
   }
   if (r.status == transport_status::timeout || r.status == transport_status::unreachable)
     refresh_in_background();
+  r.served_by = pool.address();
   p->finish(std::move(r));
 }
 

@@ -75,6 +75,15 @@ class cluster_router {
   // calls `done` synchronously.
   void refresh(std::chrono::microseconds timeout, std::function<void(const std::string& error)> done);
 
+  // Each master's handshake INFO (node_pool::on_server_info) with its
+  // host:port, the address results name in command_result::served_by: the
+  // identity of the master that ran a call is the INFO of the connection
+  // that answered it, never the map's idea of the slot's owner (right after
+  // a failover the map may still name the demoted master).
+  void on_server_info(std::function<void(const std::string& address, const reply& info)> listener) {
+    info_listener_ = std::move(listener);
+  }
+
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 
@@ -104,6 +113,7 @@ class cluster_router {
   bool refreshing_ = false;
   std::vector<std::function<void(const std::string&)>> refresh_waiters_;
   bool closing_ = false;
+  std::function<void(const std::string& address, const reply& info)> info_listener_;
 };
 
 }  // namespace redsync::detail

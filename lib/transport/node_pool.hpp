@@ -73,6 +73,10 @@ struct command_result {
   // ok, non-empty only when a handshake error explains an error reply.
   std::string error;
   std::chrono::microseconds latency{0};
+  // From a cluster member (cluster_router): host:port of the master whose
+  // connection gave this result, after every redirection (empty when no
+  // master was asked). Empty from a standalone pool.
+  std::string served_by;
 };
 
 using command_callback = std::function<void(command_result&&)>;

@@ -9,6 +9,7 @@
 
 #include "cli_helpers.hpp"
 #include "lock_acl.hpp"
+#include "redis_cluster.hpp"
 
 using namespace redsync::test;
 
@@ -40,6 +41,31 @@ bool one_json_object(const std::string& out) {
 }  // namespace
 
 TEST_SUITE("cli") {
+  TEST_CASE("cli: lock over cluster members, each given by its seeds in the comma-separated node list") {
+    redis_cluster c1(cluster_config{.masters = 3});
+    redis_cluster c2(cluster_config{.masters = 3});
+    redis_cluster c3(cluster_config{.masters = 3});
+    temp_dir dir;
+    // Each uri() is "redis+cluster://127.0.0.1:P1,127.0.0.1:P2,...": the
+    // pieces without a scheme continue the member before them.
+    const std::string list = "--nodes=" + c1.uri() + "," + c2.uri() + "," + c3.uri();
+    auto o =
+        run_cli({"lock", list, "cli-cluster", "-c", "echo \"$REDSYNC_FENCING_TOKEN\" > f"}, dir.path(), 60s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    CHECK_FALSE(read_file(dir.file("f")).value_or("").empty());
+
+    // A mixed list: a cluster member, then standalone nodes.
+    cluster standalone(2);
+    const auto s = standalone.uris();
+    auto mixed =
+        run_cli({"lock", "--nodes=" + c1.uri() + "," + s[0] + "," + s[1], "cli-mixed", "-c", "touch g"},
+                dir.path(), 60s);
+    INFO(show(mixed));
+    CHECK(mixed.status == 0);
+    CHECK(read_file(dir.file("g")).has_value());
+  }
+
   TEST_CASE("cli: ping and status show nodes that do not vote yet, and for how long") {
     cluster nodes(3);
     temp_dir dir;

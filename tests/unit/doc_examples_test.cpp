@@ -123,6 +123,14 @@ void readme_api(redsync::Redsync& rs, std::stop_source& stop) {
   (void)all;
 }
 
+// README, "Cluster members".
+void readme_cluster_members() {
+  redsync::Redsync rs({"redis+cluster://10.0.1.1:7000,10.0.1.2:7000",
+                       "redis+cluster://10.0.2.1:7000,10.0.2.2:7000", "redis://10.0.3.1:6379"});
+  auto m = rs.new_mutex("orders:42");
+  (void)m;
+}
+
 // README, "Observing the library"
 void readme_observer(const std::vector<std::string>& uris) {
   struct my_observer : redsync::observer {
@@ -167,8 +175,8 @@ void readme_semaphore_watchdog(redsync::Redsync& rs) {
 }
 
 TEST_CASE("the examples of the headers and the README compile") {
-  const auto compiled = std::make_tuple(&context_example, &token_examples, &guard_example, &observer_example,
-                                        &redsync_example, &readme_errors, &readme_api, &readme_observer,
-                                        &readme_semaphore, &readme_semaphore_watchdog);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 10);
+  const auto compiled = std::make_tuple(
+      &context_example, &token_examples, &guard_example, &observer_example, &redsync_example, &readme_errors,
+      &readme_api, &readme_cluster_members, &readme_observer, &readme_semaphore, &readme_semaphore_watchdog);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 11);
 }

@@ -156,6 +156,38 @@ TEST_CASE("a failover: commands reach the promoted replica") {
   CHECK(r.get(key) == "w");
 }
 
+TEST_CASE(
+    "a result names the master that ran it, whose handshake INFO the router hands up (also after a "
+    "failover)") {
+  // node_trust identifies the master of a slot by the connection that ran
+  // the call: right after a failover the map may still name the old master.
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  router_fixture f(cl.uri());
+  const std::string key = "served:{k}";
+  const std::uint16_t slot = key_slot(key);
+  const command_result first = f.call({"SET", key, "v"});
+  REQUIRE(ok(first));
+  const std::size_t master = cl.owner(slot);
+  CHECK(first.served_by == "127.0.0.1:" + std::to_string(cl[master].port()));
+  redis_client m(cl[master]);
+  CHECK(f.run_ids()[first.served_by] == m.info_field("server", "run_id"));
+  REQUIRE(m.command({"WAIT", "1", "5000"}).integer == 1);
+  const std::size_t replica = master + 3;
+  redis_client r(cl[replica]);
+  REQUIRE(r.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  REQUIRE(wait_until([&] { return r.info_field("replication", "role") == "master"; }, 20s));
+  command_result after;
+  CHECK(wait_until(
+      [&] {
+        after = f.call({"SET", key, "w"}, 500ms);
+        return ok(after);
+      },
+      20s));
+  CHECK(after.served_by == "127.0.0.1:" + std::to_string(cl[replica].port()));
+  CHECK(f.run_ids()[after.served_by] == r.info_field("server", "run_id"));
+  CHECK(f.run_ids()[after.served_by] != f.run_ids()[first.served_by]);
+}
+
 TEST_CASE("a master killed (kill -9): commands reach its replica once the cluster promoted it") {
   redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
   router_fixture f(cl.uri());

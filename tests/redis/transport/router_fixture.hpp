@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,7 +24,17 @@ class router_fixture {
  public:
   explicit router_fixture(const std::string& uri)
       : router_(std::make_unique<detail::cluster_router>(loop_.loop(), detail::parse_cluster_uri(uri),
-                                                         redsync_options{})) {}
+                                                         redsync_options{})) {
+    loop_.run_sync([this] {
+      router_->on_server_info([this](const std::string& address, const detail::reply& info) {
+        const std::string_view text = info.str;
+        const auto at = text.find("run_id:");
+        if (at == std::string_view::npos) return;
+        const auto end = text.find_first_of("\r\n", at);
+        run_ids_[address] = std::string(text.substr(at + 7, end - at - 7));
+      });
+    });
+  }
   ~router_fixture() {
     std::promise<void> done;
     loop_.run_sync([&] { router_->close([&] { done.set_value(); }); });
@@ -74,6 +85,14 @@ class router_fixture {
     return send(detail::key_slot(argv.at(1)), detail::encode_command(views), timeout);
   }
 
+  // The run_id each master's last handshake INFO showed, by host:port
+  // (cluster_router::on_server_info), copied on the loop thread.
+  std::map<std::string, std::string> run_ids() {
+    std::map<std::string, std::string> m;
+    loop_.run_sync([&] { m = run_ids_; });
+    return m;
+  }
+
   // The router's map, copied on the loop thread.
   detail::slot_map map() {
     detail::slot_map m;
@@ -84,6 +103,7 @@ class router_fixture {
  private:
   detail::event_loop loop_{nullptr};
   std::unique_ptr<detail::cluster_router> router_;
+  std::map<std::string, std::string> run_ids_;  // loop thread
 };
 
 }  // namespace redsync::test

@@ -1,6 +1,9 @@
 #include "redlock/cluster_keys.hpp"
+#include "redlock/lock_keys.hpp"
 #include "redlock/scripts.hpp"
 #include "util/cluster_slot.hpp"
+
+#include <redsync/error.hpp>
 
 #include <doctest/doctest.h>
 
@@ -44,4 +47,58 @@ TEST_CASE("a lock's names are grouped by slot, groups in ascending slot order") 
   }
   const auto& t = groups[0].slot == key_slot("t") ? groups[0] : groups[1];
   CHECK(t.names == std::vector<std::string>{"b{t}", "a{t}"});
+}
+
+TEST_CASE("a lock's keys on a standalone member are today's, on a cluster member all in the name's slot") {
+  const std::vector<std::string> names{"orders"};
+  const lock_keys plain(names, false);
+  CHECK(plain.names == names);
+  CHECK(plain.record == "redsync:node");
+  CHECK(plain.acquire_keys == std::vector<std::string_view>{"orders", "redsync:node", "orders:redsync-line",
+                                                            "orders:redsync-leases"});
+  CHECK(plain.release_keys ==
+        std::vector<std::string_view>{"orders", "orders:redsync-line", "orders:redsync-leases"});
+  CHECK(plain.channels == std::vector<std::string>{"redsync:release:orders"});
+  CHECK(plain.fence_keys == std::vector<std::string_view>{"orders", "redsync:node"});
+
+  const lock_keys cluster(names, true);
+  const std::uint16_t slot = cluster_name_slot("orders");
+  CHECK(cluster.record == cluster_record_key(slot));
+  CHECK(cluster.acquire_keys == std::vector<std::string_view>{"{orders}", cluster.record,
+                                                              "{orders}:redsync-line",
+                                                              "{orders}:redsync-leases"});
+  CHECK(cluster.channels == std::vector<std::string>{"redsync:release:{orders}"});
+  for (const auto key : cluster.acquire_keys) CHECK(key_slot(key) == slot);
+  for (const auto& c : cluster.channels) CHECK(key_slot(c) == slot);
+}
+
+TEST_CASE("a multi-name lock over cluster members needs one slot") {
+  CHECK(names_slot({"{o}:1", "{o}:2"}) == cluster_name_slot("o"));
+  const lock_keys both({"{o}:1", "{o}:2"}, true);
+  CHECK(both.acquire_keys == std::vector<std::string_view>{
+                                 "{o}:1", "{o}:2", cluster_record_key(key_slot("o")), "{o}:1:redsync-line",
+                                 "{o}:2:redsync-line", "{o}:1:redsync-leases", "{o}:2:redsync-leases"});
+  CHECK_THROWS_WITH_AS(
+      names_slot({"a", "b"}),
+      doctest::Contains("lock names \"a\" and \"b\" are in different slots of a cluster member"),
+      redsync::config_error);
+}
+
+TEST_CASE("a call is encoded once per kind of member") {
+  const std::vector<std::string> names{"orders"};
+  const lock_keys plain(names, false);
+  const lock_keys cluster(names, true);
+  const script_call only =
+      make_lock_call(release_script(), plain, nullptr, &lock_keys::release_keys, {"v", "0"}, true);
+  CHECK_FALSE(only.cluster_evalsha);
+  CHECK(only.for_member(true).evalsha == only.evalsha);
+  const script_call both =
+      make_lock_call(release_script(), plain, &cluster, &lock_keys::release_keys, {"v", "0"}, true);
+  CHECK(*both.evalsha == *only.evalsha);  // standalone members get exactly today's bytes
+  REQUIRE(both.cluster_evalsha);
+  const std::string& c = *both.for_member(true).evalsha;
+  CHECK(c.find("{orders}:redsync-line") != std::string::npos);
+  CHECK(c.find("redsync:release:{orders}") != std::string::npos);
+  CHECK(c.find(release_script().sha1) != std::string::npos);
+  CHECK(both.for_member(false).evalsha == both.evalsha);
 }

@@ -1,0 +1,81 @@
+// A lock's keys on a standalone or a cluster member.
+
+#include "redlock/lock_keys.hpp"
+
+#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts.hpp"
+
+#include <redsync/error.hpp>
+
+#include <fmt/format.h>
+
+namespace redsync::detail {
+
+namespace {
+
+std::vector<std::string> lock_names(const std::vector<std::string>& names, bool cluster) {
+  if (!cluster) return names;
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back(cluster_lock_key(n));
+  return out;
+}
+
+std::vector<std::string> derive(const std::vector<std::string>& names, std::string (*key)(std::string_view)) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back(key(n));
+  return out;
+}
+
+std::vector<std::string_view> concat(std::initializer_list<const std::vector<std::string>*> parts,
+                                     const std::string* record_after_first = nullptr) {
+  std::vector<std::string_view> out;
+  bool first = true;
+  for (const auto* p : parts) {
+    out.insert(out.end(), p->begin(), p->end());
+    if (first && record_after_first) out.push_back(*record_after_first);
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+lock_keys::lock_keys(const std::vector<std::string>& n, bool cluster)
+    : names(lock_names(n, cluster)),
+      line_keys(derive(names, line_key)),
+      lease_keys(derive(names, lease_key)),
+      channels(derive(names, release_channel)),
+      record(cluster ? cluster_record_key(cluster_name_slot(n.front())) : std::string(record_key)),
+      keys(names.begin(), names.end()),
+      acquire_keys(concat({&names, &line_keys, &lease_keys}, &record)),
+      release_keys(concat({&names, &line_keys, &lease_keys})),
+      fence_keys{names.front(), record} {}
+
+std::uint16_t names_slot(const std::vector<std::string>& names) {
+  const std::uint16_t slot = cluster_name_slot(names.front());
+  for (const auto& n : names) {
+    if (cluster_name_slot(n) != slot)
+      throw config_error(fmt::format(
+          "lock names \"{}\" and \"{}\" are in different slots of a cluster member: a multi-name lock over "
+          "cluster members needs names that share a hash tag (\"{{orders}}:1\", \"{{orders}}:2\"), "
+          "docs/cluster.md",
+          names.front(), n));
+  }
+  return slot;
+}
+
+script_call make_lock_call(const lua_script& s, const lock_keys& plain, const lock_keys* clustered,
+                           lock_keys_of which, const std::vector<std::string_view>& args, bool channels) {
+  const auto with_channels = [&](const lock_keys& k) {
+    std::vector<std::string_view> a = args;
+    if (channels) a.insert(a.end(), k.channels.begin(), k.channels.end());
+    return a;
+  };
+  script_call call = make_script_call(s, plain.*which, with_channels(plain));
+  if (clustered) add_cluster_form(call, clustered->*which, with_channels(*clustered));
+  return call;
+}
+
+}  // namespace redsync::detail

@@ -1,0 +1,221 @@
+// A Mutex over cluster members (docs/cluster.md): every member a whole local
+// Redis Cluster, or a mix of clusters and standalone nodes, against real
+// servers. The keys are the cluster layout ({NAME}, redsync:node:{T}).
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_cluster.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redlock/cluster_keys.hpp"
+#include "util/cluster_slot.hpp"
+
+using namespace std::chrono_literals;
+using redsync::detail::cluster_lock_key;
+using redsync::detail::cluster_name_slot;
+using redsync::detail::cluster_record_key;
+using redsync::test::cluster_config;
+using redsync::test::fresh_nodes;
+using redsync::test::redis_client;
+using redsync::test::redis_cluster;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+
+namespace {
+
+// The value of `key` on the master of its slot in `cl`.
+std::string value_on(redis_cluster& cl, const std::string& key) {
+  redis_client c(cl[cl.owner(redsync::detail::key_slot(key))]);
+  return c.get(key).value_or("");
+}
+
+std::vector<std::unique_ptr<redis_cluster>> clusters(std::size_t n) {
+  std::vector<std::unique_ptr<redis_cluster>> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("cluster");
+
+TEST_CASE("a mutex locks, extends and unlocks over three cluster members (each 3 masters)") {
+  auto cls = clusters(3);
+  const std::vector<std::string> uris{cls[0]->uri(), cls[1]->uri(), cls[2]->uri()};
+  redsync::Redsync rs(uris, fresh_nodes());
+  REQUIRE(rs.node_count() == 3);
+  const std::string name = unique_name("cluster-lock");
+  auto m = rs.new_mutex(name, {.expiry = 3s});
+  auto r = m.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  for (const auto& n : r.nodes) CHECK(n.status == redsync::node_status::ok);
+  const std::string key = cluster_lock_key(name);
+  CHECK(key == "{" + name + "}");
+  const std::string record = cluster_record_key(cluster_name_slot(name));
+  for (auto& cl : cls) {
+    CHECK(value_on(*cl, key) == m.value());
+    redis_client c((*cl)[cl->owner(redsync::detail::key_slot(record))]);
+    CHECK(c.command({"HEXISTS", record, "fence"}).integer == 1);  // the slot's node record
+  }
+  CHECK(m.token().value > 0);
+
+  // Another client of the same set is kept out.
+  redsync::Redsync other(uris, fresh_nodes());
+  auto m2 = other.new_mutex(name, {.expiry = 3s});
+  auto busy = m2.try_lock(redsync::context::timeout(10s));
+  CHECK(busy.error == redsync::errc::busy);
+
+  auto e = m.extend(redsync::context::timeout(10s));
+  CHECK_MESSAGE(e.ok(), e.describe());
+  auto u = m.unlock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(u.ok(), u.describe());
+  for (auto& cl : cls) CHECK(value_on(*cl, key).empty());
+
+  // Now the other client gets it, with a larger token.
+  auto r2 = m2.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r2.ok(), r2.describe());
+  CHECK(m2.token().value > m.token().value);
+  CHECK(m2.unlock(redsync::context::timeout(10s)).ok());
+}
+
+TEST_CASE("auto-extension keeps a lock over cluster members past its expiry") {
+  auto cls = clusters(3);
+  redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, fresh_nodes());
+  const std::string name = unique_name("cluster-auto");
+  auto m = rs.new_mutex(name, {.expiry = 600ms, .auto_extend = true});
+  auto r = m.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  std::this_thread::sleep_for(2s);
+  CHECK(m.held());
+  for (auto& cl : cls) CHECK(value_on(*cl, cluster_lock_key(name)) == m.value());
+  CHECK(m.unlock(redsync::context::timeout(10s)).ok());
+}
+
+TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its own key layout") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::test::cluster standalone(2);
+  redsync::Redsync rs({cl.uri(), standalone[0].uri(), standalone[1].uri()}, fresh_nodes());
+  const std::string name = unique_name("mixed");
+  auto m = rs.new_mutex(name, {.expiry = 3s});
+  auto r = m.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  for (const auto& n : r.nodes) CHECK(n.status == redsync::node_status::ok);
+  CHECK(value_on(cl, cluster_lock_key(name)) == m.value());
+  for (std::size_t i = 0; i < 2; ++i) {
+    redis_client c(standalone[i]);
+    CHECK(c.get(name) == m.value());  // standalone names are today's
+    CHECK_FALSE(c.get(cluster_lock_key(name)).has_value());
+  }
+  CHECK(m.unlock(redsync::context::timeout(10s)).ok());
+  redis_client c(standalone[0]);
+  CHECK_FALSE(c.get(name).has_value());
+  CHECK(value_on(cl, cluster_lock_key(name)).empty());
+}
+
+TEST_CASE("cluster members: a multi-name lock needs one slot, a semaphore is refused, both saying why") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::Redsync rs({cl.uri()}, fresh_nodes());
+  CHECK_THROWS_WITH_AS(rs.new_multi_mutex(std::vector<std::string>{"a", "b"}),
+                       doctest::Contains("different slots of a cluster member"), redsync::config_error);
+  CHECK_NOTHROW(rs.new_multi_mutex(std::vector<std::string>{"{o}:1", "{o}:2"}));
+  CHECK_THROWS_WITH_AS(rs.new_semaphore("s", 2), doctest::Contains("semaphores do not take cluster members"),
+                       redsync::config_error);
+}
+
+TEST_CASE(
+    "a lock held across a slot migration is released: TRYAGAIN is no answer, retried until the move ends") {
+  auto cls = clusters(3);
+  redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, fresh_nodes());
+  const std::string name = unique_name("cluster-migrating");
+  const std::string key = cluster_lock_key(name);
+  auto m = rs.new_mutex(name, {.expiry = 30s});
+  auto r = m.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  const std::string value = m.value();
+  redis_cluster& cl = *cls[0];
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t from = cl.owner(slot);
+  const std::size_t to = (from + 1) % 3;
+  // The lock key left for `to`; its line and leases exist nowhere: the
+  // importing master answers the release with TRYAGAIN.
+  cl.begin_migration(slot, from, to);
+  cl.migrate_keys(slot, from, to, {key});
+  auto u = m.unlock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(u.ok(), u.describe());  // the two other members
+  REQUIRE(u.nodes.size() == 3);
+  CHECK(u.nodes[0].status != redsync::node_status::ok);
+  CHECK(u.nodes[0].message.find("TRYAGAIN") != std::string::npos);
+  redis_client importing(cl[to]);
+  REQUIRE(importing.command({"ASKING"}).str == "OK");
+  CHECK(importing.get(key) == value);  // not released there yet
+  cl.finish_migration(slot, to);
+  // The background retry lands once the slot has moved, long before the
+  // key's 30 s expiry.
+  CHECK(wait_until([&] { return !importing.get(key).has_value(); }, 10s));
+}
+
+TEST_CASE(
+    "a failover in one member: it does not vote for that slot until its guard window passed, then votes "
+    "again") {
+  std::vector<std::unique_ptr<redis_cluster>> cls;
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3, .replicas = 1}));
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  redsync::redsync_options opts;
+  opts.restart_guard = true;
+  opts.restart_guard_window = 1500ms;
+  redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, opts);
+  const std::string name = unique_name("cluster-failover");
+  auto m = rs.new_mutex(name, {.expiry = 1s, .tries = 100000});
+  // One lock and unlock; true when every member's vote counted.
+  const auto all_vote = [&] {
+    auto r = m.lock(redsync::context::timeout(20s));
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    bool all = true;
+    for (const auto& n : r.nodes) all = all && n.status == redsync::node_status::ok;
+    (void)m.unlock(redsync::context::timeout(5s));
+    return all;
+  };
+  // Brand-new members vote once their guard window passed.
+  REQUIRE(wait_until(all_vote, 30s));
+
+  redis_cluster& cl = *cls[0];
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t master = cl.owner(slot);
+  const std::size_t replica = master + 3;
+  redis_client old_master(cl[master]);
+  REQUIRE(old_master.command({"WAIT", "1", "5000"}).integer == 1);
+  redis_client promoted(cl[replica]);
+  REQUIRE(promoted.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  REQUIRE(wait_until([&] { return promoted.info_field("replication", "role") == "master"; }, 20s));
+
+  // The promoted master's record names the old one: member 1 is left out of
+  // that slot's votes (the lock still comes from the two others) ...
+  const auto left_out = [&] {
+    auto r = m.lock(redsync::context::timeout(20s));
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    REQUIRE(r.nodes.size() == 3);
+    CHECK(r.nodes[0].status != redsync::node_status::ok);
+    (void)m.unlock(redsync::context::timeout(5s));
+    return r.nodes[0].status == redsync::node_status::excluded &&
+           r.nodes[0].message.find("not verified") != std::string::npos;
+  };
+  CHECK(wait_until(left_out, 20s));
+  // ... until its record was repaired and the guard window has passed: then
+  // it votes again (availability).
+  CHECK(wait_until(all_vote, 30s));
+}
+
+TEST_SUITE_END();
