@@ -69,9 +69,10 @@ void round_trip(transport& t, const rung& r, bool acquire, std::function<void(bo
   };
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (!acquire)
-      rd::send_script(redsync::script_mode::eval, t.node(i), 0, r.release, command_timeout, on_reply);
+      rd::send_script(redsync::script_mode::eval, t.member(i), 0, r.release, command_timeout, on_reply);
     else if (r.acquire_script)
-      rd::send_script(redsync::script_mode::eval, t.node(i), 0, r.acquire_script, command_timeout, on_reply);
+      rd::send_script(redsync::script_mode::eval, t.member(i), 0, r.acquire_script, command_timeout,
+                      on_reply);
     else
       t.node(i).send(0, r.acquire, command_timeout, on_reply, r.acquire_replies);
   }

@@ -10,7 +10,8 @@ namespace bench {
 transport::transport(const std::vector<std::string>& uris) : loop_(nullptr) {
   const redsync::redsync_options opts{};
   for (const auto& uri : uris) {
-    pools_.push_back(std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts));
+    members_.push_back(std::make_unique<rd::member>(
+        std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts)));
   }
 }
 
@@ -19,13 +20,13 @@ transport::~transport() {
   // callback posts the destruction, which runs on a later loop iteration.
   std::promise<void> closed;
   loop_.post([this, &closed] {
-    auto left = std::make_shared<std::size_t>(pools_.size());
+    auto left = std::make_shared<std::size_t>(members_.size());
     if (*left == 0) return closed.set_value();
-    for (auto& p : pools_) {
+    for (auto& p : members_) {
       p->close([this, left, &closed] {
         if (--*left == 0) {
           loop_.post([this, &closed] {
-            pools_.clear();
+            members_.clear();
             closed.set_value();
           });
         }
@@ -40,7 +41,7 @@ rd::command_result transport::command(std::size_t i, const std::vector<std::stri
   auto cmd = rd::encode_command(argv);
   std::promise<rd::command_result> done;
   loop_.post([this, i, cmd, timeout, &done] {
-    pools_[i]->send(0, cmd, timeout, [&done](rd::command_result&& r) { done.set_value(std::move(r)); });
+    node(i).send(0, cmd, timeout, [&done](rd::command_result&& r) { done.set_value(std::move(r)); });
   });
   return done.get_future().get();
 }

@@ -5,6 +5,7 @@
 // RESETSTAT) that must not go through a Mutex.
 
 #include "transport/event_loop.hpp"
+#include "transport/member.hpp"
 #include "transport/node_pool.hpp"
 
 #include <chrono>
@@ -28,10 +29,12 @@ class transport {
   transport(const transport&) = delete;
   transport& operator=(const transport&) = delete;
 
-  std::size_t size() const noexcept { return pools_.size(); }
+  std::size_t size() const noexcept { return members_.size(); }
   rd::event_loop& loop() noexcept { return loop_; }
   // Loop thread only.
-  rd::node_pool& node(std::size_t i) noexcept { return *pools_[i]; }
+  rd::node_pool& node(std::size_t i) noexcept { return *members_[i]->pool(); }
+  // Node i as the library's scripts address it (send_script).
+  rd::member_slot member(std::size_t i) noexcept { return {members_[i].get(), 0}; }
 
   // Blocking (not on the loop thread): sends argv to node i and waits.
   rd::command_result command(std::size_t i, const std::vector<std::string_view>& argv,
@@ -41,7 +44,7 @@ class transport {
 
  private:
   rd::event_loop loop_;
-  std::vector<std::unique_ptr<rd::node_pool>> pools_;
+  std::vector<std::unique_ptr<rd::member>> members_;  // standalone nodes
 };
 
 }  // namespace bench
