@@ -272,7 +272,10 @@ said messages(std::string_view uri) {
 // whose change makes the URI start with "unix:".
 bool letters_steer_the_parser(std::string_view uri, std::string_view other) {
   if (starts_with_nocase(uri, "unix:") != starts_with_nocase(other, "unix:")) return true;
-  if (!starts_with_nocase(uri, "rediss://")) return false;
+  // The same for a unix: path holding "scheme://user:pw@...": its query
+  // starts at the first '?', inside what would be user info
+  // ("unix:/p/redis://u:pw?db=1&x@h": the parser reads db=1).
+  if (!starts_with_nocase(uri, "rediss://") && !starts_with_nocase(uri, "unix:")) return false;
   const std::size_t at = uri.rfind('@');
   const std::size_t q = uri.substr(0, at).find('?');
   return at != std::string_view::npos && q != std::string_view::npos;
