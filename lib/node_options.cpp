@@ -1,8 +1,10 @@
-// node_options::parse, which hands the URI to util/node_uri, and
-// node_options::address, the form results and messages name a node by.
+// node_options::parse and member_options::parse, which hand the URI to
+// util/node_uri or util/cluster_uri, and node_options::address, the form
+// results and messages name a node by.
 
 #include <redsync/options.hpp>
 
+#include "util/cluster_uri.hpp"
 #include "util/node_uri.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +16,11 @@ namespace redsync {
 
 node_options node_options::parse(std::string_view uri) {
   return detail::parse_node_uri(uri);
+}
+
+member_options member_options::parse(std::string_view uri) {
+  if (detail::is_cluster_uri(uri)) return {detail::parse_cluster_uri(uri), true};
+  return {{detail::parse_node_uri(uri)}, false};
 }
 
 std::string node_options::address() const {

@@ -5,7 +5,6 @@
 #include "redlock/options_check.hpp"
 #include "redlock/semaphore_quorum.hpp"
 #include "redlock/semaphore_state.hpp"
-#include "util/cluster_uri.hpp"
 
 #include <redsync/redsync.hpp>
 
@@ -24,10 +23,11 @@ std::vector<detail::member_spec> parse_all(const std::vector<std::string>& uris)
   std::vector<detail::member_spec> members;
   members.reserve(uris.size());
   for (const auto& u : uris) {
-    if (detail::is_cluster_uri(u))
-      members.push_back({{}, detail::parse_cluster_uri(u)});
+    member_options member = member_options::parse(u);
+    if (member.cluster)
+      members.push_back({{}, std::move(member.seeds)});
     else
-      members.push_back({node_options::parse(u), {}});
+      members.push_back({std::move(member.seeds.front()), {}});
   }
   return members;
 }

@@ -24,6 +24,7 @@
 #include "args.hpp"
 #include "exit_status.hpp"
 #include "lock_run.hpp"
+#include "node_list.hpp"
 #include "tls_failure.hpp"
 #include "tls_link.hpp"
 

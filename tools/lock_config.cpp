@@ -1,6 +1,7 @@
 #include "lock_config.hpp"
 
 #include "args.hpp"
+#include "node_list.hpp"
 
 #include <redsync/options.hpp>
 #include <redsync/semaphore.hpp>

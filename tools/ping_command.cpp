@@ -6,6 +6,7 @@
 #include "exit_status.hpp"
 #include "help.hpp"
 #include "json.hpp"
+#include "node_list.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
 

@@ -11,6 +11,7 @@
 #include "json.hpp"
 #include "lock_config.hpp"
 #include "lock_line.hpp"
+#include "node_list.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
 #include "semaphore_status.hpp"

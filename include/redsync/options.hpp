@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct uv_loop_s;
 
@@ -83,6 +84,22 @@ struct REDSYNC_API node_options {
 
   /// `host:port` or `unix:/path`, as used in results and messages.
   std::string address() const;
+};
+
+/// One member of the Redlock set, as a URI in `Redsync`'s list names it: a
+/// single node (any form `node_options::parse` takes) or a whole Redis
+/// Cluster named by seed nodes,
+/// `redis+cluster://[user[:password]@]host[:port][,host[:port]...]` or
+/// `rediss+cluster://...` with the `rediss://` parameters (docs/cluster.md).
+struct REDSYNC_API member_options {
+  /// The node, or the cluster's seeds in the order given, without repeats.
+  std::vector<node_options> seeds;
+  /// True for a cluster member.
+  bool cluster = false;
+
+  /// Parses either form, exactly as `Redsync`'s constructor does. Throws
+  /// `config_error` naming the URI (passwords shown as "***") and the problem.
+  static member_options parse(std::string_view uri);
 };
 
 /// How the library's Lua scripts run on the nodes.

@@ -445,6 +445,8 @@ TEST_SUITE("cli") {
         {{"lock", "--nodes", "redis://127.0.0.1:notaport", "cli-bad", "--", "true"},
          "redis://127.0.0.1:notaport"},
         {{"lock", "--nodes", "http://127.0.0.1:6379", "cli-bad", "--", "true"}, "http://127.0.0.1:6379"},
+        {{"lock", "--nodes", "redis+cluster://:S3CRETpw@127.0.0.1:1,127.0.0.1:x", "cli-bad", "--", "true"},
+         "redsync: --nodes: invalid cluster URI \"redis+cluster://:***@127.0.0.1:1,127.0.0.1:x\""},
         {{"lock", n, "--ttl"}, "redsync: --ttl: missing value"},
         {{"lock", n, "--script-mode", "lua", "cli-bad", "--", "true"},
          "redsync: --script-mode: invalid script mode \"lua\" (expected eval or functions)"},

@@ -98,7 +98,8 @@ TEST_CASE("processes contending for a semaphore: at most k holders, one per slot
     by_slot[g.slot].push_back(g);
   }
   for (auto& [slot, list] : by_slot) {
-    CAPTURE(slot);
+    const std::uint32_t slot_number = slot;  // clang 14 cannot capture a structured binding
+    CAPTURE(slot_number);
     CHECK(most_at_once(list) == 1);
     std::sort(list.begin(), list.end(), [](const held& a, const held& b) { return a.enter < b.enter; });
     for (std::size_t i = 1; i < list.size(); ++i) CHECK(list[i].token > list[i - 1].token);

@@ -12,6 +12,7 @@
 #include "args.hpp"
 #include "fuzz_check.hpp"
 #include "lock_config.hpp"
+#include "node_list.hpp"
 #include "redlock/options_check.hpp"
 
 #include <redsync/error.hpp>
@@ -50,7 +51,7 @@ constexpr std::chrono::milliseconds max_duration = std::chrono::hours{7 * 24};
 
 bool valid_uri(const std::string& uri) {
   try {
-    (void)redsync::node_options::parse(uri);
+    (void)redsync::member_options::parse(uri);
     return true;
   } catch (const redsync::config_error&) {
     return false;

@@ -36,8 +36,10 @@ TEST_SUITE("scripts") {
     };
     redis_server server;
     redis_client client(server);
-    for (const auto& [name, script] : scripts) {
-      CAPTURE(name);
+    for (const auto& entry : scripts) {
+      // Not a structured binding: clang 14 cannot capture one (CAPTURE is a lambda).
+      const auto& [name, script] = entry;
+      CAPTURE(entry.first);
       const auto loaded = client.command({"SCRIPT", "LOAD", std::string(script->source)});
       REQUIRE(loaded.type == redis_client::reply::kind::string);
       CHECK(script->sha1 == loaded.str);

@@ -310,7 +310,7 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-wake");
-    constexpr auto long_delay = 20s;
+    static constexpr auto long_delay = 20s;
     auto sem =
         rs.new_semaphore(name, 1, {.expiry = 30s, .tries = 2, .retry_delay = [](int) { return long_delay; }});
     auto holder = sem.try_acquire({});

@@ -79,3 +79,18 @@ TEST_CASE("a cluster URI given where one node is expected says it names a cluste
     CHECK(contains(e.what(), "\"redis+cluster\" names a cluster member"));
   }
 }
+
+TEST_CASE("member_options::parse takes a node or a cluster member, as Redsync's list does") {
+  const auto node = redsync::member_options::parse("redis://h:7001");
+  CHECK_FALSE(node.cluster);
+  REQUIRE(node.seeds.size() == 1);
+  CHECK(node.seeds[0].address() == "h:7001");
+
+  const auto cluster = redsync::member_options::parse("rediss+cluster://h:7001,h:7002?insecure=true");
+  CHECK(cluster.cluster);
+  REQUIRE(cluster.seeds.size() == 2);
+  CHECK(cluster.seeds[1].tls.insecure_skip_verify);
+
+  CHECK_THROWS_AS(redsync::member_options::parse("redis+cluster://a:1,b:x"), config_error);
+  CHECK_THROWS_AS(redsync::member_options::parse("redis://a:x"), config_error);
+}
