@@ -12,7 +12,7 @@ namespace {
 
 // The record's fields come back as strings; a field that is not a number
 // reads as 0, as an absent one does.
-std::int64_t to_int(std::string_view s) {
+std::int64_t field_int(std::string_view s) {
   std::int64_t v = 0;
   std::from_chars(s.data(), s.data() + s.size(), v);
   return v;
@@ -72,9 +72,9 @@ std::optional<node_record> read_node_record(const reply& r) {
   if (r.type != reply::kind::array || r.elements.size() != 6) return std::nullopt;
   node_record rec;
   rec.has_counter = !r.elements[0].str.empty();
-  rec.fence = to_int(r.elements[0].str);
+  rec.fence = field_int(r.elements[0].str);
   rec.identity = r.elements[1].str;
-  rec.now_ms = to_int(r.elements[3].str);
+  rec.now_ms = field_int(r.elements[3].str);
   rec.mark = r.elements[4].str;
   const auto first = rec.mark.find(' ');
   const auto second = first == std::string_view::npos ? first : rec.mark.find(' ', first + 1);
@@ -86,7 +86,7 @@ std::optional<node_record> read_node_record(const reply& r) {
       rec.mark_identity = rec.mark.substr(second + 1);
     }
   }
-  rec.window = std::chrono::milliseconds{to_int(r.elements[5].str)};
+  rec.window = std::chrono::milliseconds{field_int(r.elements[5].str)};
   if (!valid_window(rec.window)) return std::nullopt;
   return rec;
 }

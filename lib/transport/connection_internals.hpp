@@ -70,12 +70,6 @@ struct connection::resolve_req {
   connection* owner = nullptr;  // null once cancelled
 };
 
-// A user callback must not throw: there is no caller to throw to (we are in a
-// libuv callback). noexcept turns a throw into std::terminate.
-inline void complete(command_callback& done, command_result&& result) noexcept {
-  done(std::move(result));
-}
-
 inline std::string uv_error(int status) {
   return uv_strerror(status);
 }

@@ -27,14 +27,6 @@
 
 namespace redsync::detail {
 
-namespace {
-
-void complete(command_callback& done, command_result&& result) noexcept {
-  done(std::move(result));
-}
-
-}  // namespace
-
 struct node_pool::impl {
   using clock = std::chrono::steady_clock;
   enum class state { open, closing, closed };

@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,6 +81,12 @@ struct command_result {
 };
 
 using command_callback = std::function<void(command_result&&)>;
+
+// Runs a user callback from a libuv callback, where there is no caller to
+// throw to: noexcept turns a throw into std::terminate.
+inline void complete(command_callback& done, command_result&& result) noexcept {
+  done(std::move(result));
+}
 
 // What a pool reports about its node, for observability. The pool itself
 // reports its connections' state; the layers above report through note()

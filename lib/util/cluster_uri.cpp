@@ -4,6 +4,7 @@
 
 #include "util/cluster_uri.hpp"
 
+#include "util/ascii.hpp"
 #include "util/node_uri.hpp"
 #include "util/redacted_uri.hpp"
 
@@ -24,15 +25,6 @@ struct scheme {
   std::string_view standalone;  // what each seed becomes
 };
 constexpr scheme schemes[] = {{"redis+cluster://", "redis://"}, {"rediss+cluster://", "rediss://"}};
-
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    const char c = s[i] >= 'A' && s[i] <= 'Z' ? static_cast<char>(s[i] - 'A' + 'a') : s[i];
-    if (c != prefix[i]) return false;
-  }
-  return true;
-}
 
 const scheme* scheme_of(std::string_view uri) {
   for (const scheme& s : schemes) {

@@ -4,6 +4,7 @@
 
 #include "util/node_uri.hpp"
 
+#include "util/ascii.hpp"
 #include "util/redacted_uri.hpp"
 
 #include <redsync/error.hpp>
@@ -32,25 +33,6 @@ bool is_alpha(char c) {
 }
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
-}
-
-char to_lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (to_lower(s[i]) != prefix[i]) return false;
-  }
-  return true;
-}
-
-int hex_value(char c) {
-  if (is_digit(c)) return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // ---- the parser -------------------------------------------------------------
@@ -104,7 +86,7 @@ class node_uri_parser {
     if (end > 0 && uri_.substr(end, 3) == "://") {
       const std::string_view scheme = uri_.substr(0, end);
       std::string lower(scheme);
-      for (char& c : lower) c = to_lower(c);
+      for (char& c : lower) c = ascii_lower(c);
       if (lower == "redis+cluster" || lower == "rediss+cluster") {
         fail("\"{}\" names a cluster member, which is not a single node (docs/cluster.md)", scheme);
       }
@@ -186,7 +168,7 @@ class node_uri_parser {
     const std::string_view host = hp.substr(1, close - 1);
     if (host.empty()) fail("empty host");
     for (char c : host) {
-      if (!(is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'f') || c == ':' || c == '.')) {
+      if (!(is_digit(c) || (ascii_lower(c) >= 'a' && ascii_lower(c) <= 'f') || c == ':' || c == '.')) {
         fail("IPv6 address \"{}\" contains '{}'", shown(host), printable({&c, 1}));
       }
     }
@@ -339,8 +321,8 @@ class node_uri_parser {
         out += s[i];
         continue;
       }
-      const int hi = i + 1 < s.size() ? hex_value(s[i + 1]) : -1;
-      const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      const int hi = i + 1 < s.size() ? hex_digit_value(s[i + 1]) : -1;
+      const int lo = i + 2 < s.size() ? hex_digit_value(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
         if (show) {
           fail("bad percent-encoding \"{}\" in {}", shown(s.substr(i, 3)), what);

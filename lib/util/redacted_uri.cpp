@@ -4,6 +4,7 @@
 #include "util/redacted_uri.hpp"
 
 #include <fmt/format.h>
+#include "util/ascii.hpp"
 
 #include <algorithm>
 
@@ -22,25 +23,6 @@ void append_printable(std::string& out, std::string_view text) {
   }
 }
 
-char to_lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (to_lower(s[i]) != prefix[i]) return false;
-  }
-  return true;
-}
-
 // The parameter names clients read a password from (redis-py: password;
 // others: pass, passwd, pwd, auth, auth_pass, ...). No scheme here accepts
 // any of them, but people write them, and the parser's messages show the
@@ -55,8 +37,9 @@ std::size_t value_after_name(std::string_view uri, std::size_t pos, std::string_
   std::size_t i = pos;
   const auto next = [&]() -> int {
     if (i >= uri.size()) return -1;
-    if (uri[i] == '%' && i + 2 < uri.size() && hex_value(uri[i + 1]) >= 0 && hex_value(uri[i + 2]) >= 0) {
-      const int c = hex_value(uri[i + 1]) * 16 + hex_value(uri[i + 2]);
+    if (uri[i] == '%' && i + 2 < uri.size() && hex_digit_value(uri[i + 1]) >= 0 &&
+        hex_digit_value(uri[i + 2]) >= 0) {
+      const int c = hex_digit_value(uri[i + 1]) * 16 + hex_digit_value(uri[i + 2]);
       i += 3;
       return c;
     }
@@ -64,7 +47,7 @@ std::size_t value_after_name(std::string_view uri, std::size_t pos, std::string_
   };
   for (const char expected : name) {
     const int c = next();
-    if (c < 0 || to_lower(static_cast<char>(c)) != expected) return std::string_view::npos;
+    if (c < 0 || ascii_lower(static_cast<char>(c)) != expected) return std::string_view::npos;
   }
   return next() == '=' ? i : std::string_view::npos;
 }
