@@ -72,7 +72,7 @@ void print_json(const std::vector<node_line>& lines, std::size_t up, std::size_t
     // auth_refused last: consumers that match the older fields keep working.
     nodes += fmt::format(
         R"({{"address":{},"up":{},"round_trip_us":{},"error":{},"vote":{},"vote_reason":{},"votes_in_ms":{},)"
-        R"("auth_refused":{},"cluster":false}})",
+        R"("auth_refused":{}}})",
         json_string(l.probe->address), json_bool(l.up),
         read ? fmt::format("{}", l.probe->first_reply.count()) : "null", read ? "null" : json_string(l.error),
         read ? json_string(to_string(l.vote.what)) : "null",
