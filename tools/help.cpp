@@ -206,6 +206,10 @@ waits, since when, on how many nodes, and how much of its lease is left.
 Then each node's fencing counter (the next holder's token is above the
 counters of the nodes it wins). Then a summary.
 
+A cluster member (redis+cluster://...) is read on the master that serves
+NAME's slot, in the cluster key layout ({NAME}, the slot's node record),
+following one MOVED or ASK; its line names that master.
+
 For a semaphore (redsync lock -n K NAME), when a node holds a permit of
 NAME and none holds the lock NAME, or with -n: for every node, the K its
 holders agreed on and each live permit (slot, id, time to live); then each
@@ -247,6 +251,11 @@ meets it; after that, the restart guard keeps it out until the guard window
 (the longest --ttl used on it, or --ttl below if longer) has passed since it
 was first seen so: ping says for how long. A node that cannot be identified
 (INFO refused), is a replica or may evict keys never votes.
+
+A cluster member (redis+cluster://...) is up when every slot has a master
+that answers PING; ping lists its masters with their round trips and slots,
+and says which slots have no master. Its vote is judged per slot (see
+redsync status). Quorum and exit status count members, not masters.
 
 Options:
   --nodes URI[,URI...]   the Redis masters (see redsync --help)

@@ -201,11 +201,15 @@ std::vector<probe_result> probe_all(const std::vector<std::string>& uris,
                                     const std::vector<std::vector<std::string>>& commands,
                                     std::chrono::milliseconds timeout) {
   std::vector<node_options> nodes;
-  std::vector<probe_result> results(uris.size());
-  for (std::size_t i = 0; i < uris.size(); ++i) {
-    nodes.push_back(node_options::parse(uris[i]));
-    results[i].address = nodes[i].address();
-  }
+  for (const auto& uri : uris) nodes.push_back(node_options::parse(uri));
+  return probe_nodes(nodes, commands, timeout);
+}
+
+std::vector<probe_result> probe_nodes(const std::vector<node_options>& nodes,
+                                      const std::vector<std::vector<std::string>>& commands,
+                                      std::chrono::milliseconds timeout) {
+  std::vector<probe_result> results(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) results[i].address = nodes[i].address();
   {
     std::vector<std::jthread> threads;
     for (std::size_t i = 0; i < nodes.size(); ++i) {

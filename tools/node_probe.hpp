@@ -4,6 +4,8 @@
 // at most about two timeouts and never hangs the tool.
 #pragma once
 
+#include <redsync/options.hpp>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -44,5 +46,10 @@ struct probe_result {
 std::vector<probe_result> probe_all(const std::vector<std::string>& uris,
                                     const std::vector<std::vector<std::string>>& commands,
                                     std::chrono::milliseconds timeout);
+
+/// probe_all for nodes already parsed (a cluster member's seeds or masters).
+std::vector<probe_result> probe_nodes(const std::vector<node_options>& nodes,
+                                      const std::vector<std::vector<std::string>>& commands,
+                                      std::chrono::milliseconds timeout);
 
 }  // namespace redsync::cli

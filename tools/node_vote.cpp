@@ -15,10 +15,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The record every node keeps for redsync, and the fields read here (see
-// lib/redlock/scripts.hpp): fencing counter, verified server run, since when
-// (server ms), repair mark, longest expiry used on the node (ms).
-constexpr const char* record_key = "redsync:node";
+// The fields of the node record read here (see lib/redlock/scripts.hpp):
+// fencing counter, verified server run, since when (server ms), repair
+// mark, longest expiry used on the node (ms).
 enum field { fence, run, since, pending, window, fields };
 
 std::string_view info_field(std::string_view info, std::string_view key) {
@@ -47,8 +46,8 @@ node_vote never(std::string why) {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> vote_commands() {
-  return {{"INFO"}, {"HMGET", record_key, "fence", "run", "since", "pending", "window"}, {"TIME"}};
+std::vector<std::vector<std::string>> vote_commands(const std::string& record) {
+  return {{"INFO"}, {"HMGET", record, "fence", "run", "since", "pending", "window"}, {"TIME"}};
 }
 
 const char* to_string(node_vote::state s) {

@@ -19,8 +19,9 @@
 
 namespace redsync::cli {
 
-/// The commands whose replies vote_of() reads, in this order.
-std::vector<std::vector<std::string>> vote_commands();
+/// The commands whose replies vote_of() reads, in this order. `record`: the
+/// node record (a cluster member keeps one per slot, redsync:node:{T}).
+std::vector<std::vector<std::string>> vote_commands(const std::string& record = "redsync:node");
 
 struct node_vote {
   enum class state {

@@ -1,7 +1,9 @@
 // `redsync ping`: is every node up, how fast does it answer, and does its
-// vote count yet.
+// vote count yet. A cluster member is up when every slot has a master that
+// answers (cluster_ping.hpp); quorum and exit status count members.
 
 #include "args.hpp"
+#include "cluster_ping.hpp"
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "help.hpp"
@@ -14,6 +16,7 @@
 
 #include <array>
 #include <cstdio>
+#include <thread>
 
 namespace redsync::cli {
 namespace {
@@ -34,6 +37,7 @@ constexpr std::array<option_spec, 11> ping_options{{
 
 struct node_line {
   const probe_result* probe = nullptr;
+  const cluster_ping* cluster = nullptr;  // a cluster member: `probe` is null
   bool up = false;
   // It answered, refusing the credentials: reachable, but no vote is read.
   bool auth_refused = false;
@@ -43,7 +47,9 @@ struct node_line {
 
 void print_text(const std::vector<node_line>& lines) {
   for (const auto& l : lines) {
-    if (l.auth_refused) {
+    if (l.cluster != nullptr) {
+      fmt::print("{}", cluster_ping_text(*l.cluster));
+    } else if (l.auth_refused) {
       fmt::print("{}: up, auth refused ({})\n", l.probe->address, l.error);
     } else if (l.up) {
       fmt::print("{}: up, {} us{}\n", l.probe->address, l.probe->first_reply.count(), vote_suffix(l.vote));
@@ -57,6 +63,10 @@ void print_json(const std::vector<node_line>& lines, std::size_t up, std::size_t
   std::string nodes;
   for (const auto& l : lines) {
     if (!nodes.empty()) nodes += ',';
+    if (l.cluster != nullptr) {
+      nodes += cluster_ping_json(*l.cluster);
+      continue;
+    }
     const bool votes = l.up && l.vote.what == node_vote::state::votes;
     const bool read = l.up && !l.auth_refused;  // its replies were read
     // auth_refused last: consumers that match the older fields keep working.
@@ -99,10 +109,36 @@ int run_ping(std::span<char* const> argv) {
 
   std::vector<std::vector<std::string>> commands{{"PING"}};
   for (auto& c : vote_commands()) commands.push_back(std::move(c));
-  const auto results = probe_all(uris, commands, timeout);
+  // Standalone nodes all at once, and each cluster member on its own thread
+  // at the same time: every probe is bounded, so the slowest bounds all.
+  std::vector<std::string> standalone;
+  std::vector<std::size_t> cluster_at;  // indexes of the cluster members in uris
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    if (is_cluster_member_uri(uris[i])) {
+      cluster_at.push_back(i);
+    } else {
+      standalone.push_back(uris[i]);
+    }
+  }
+  std::vector<cluster_ping> clusters(cluster_at.size());
+  std::vector<probe_result> results;
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t k = 0; k < cluster_at.size(); ++k)
+      threads.emplace_back([&, k] { clusters[k] = ping_cluster(uris[cluster_at[k]], timeout); });
+    results = probe_all(standalone, commands, timeout);
+  }  // jthreads join here
   std::vector<node_line> lines;
   std::size_t up = 0, voting = 0, refused = 0;
-  for (const auto& r : results) {
+  for (std::size_t i = 0, next_standalone = 0, next_cluster = 0; i < uris.size(); ++i) {
+    if (next_cluster < cluster_at.size() && cluster_at[next_cluster] == i) {
+      const cluster_ping& c = clusters[next_cluster++];
+      up += c.up || c.auth_refused ? 1 : 0;
+      refused += c.auth_refused || c.tls_refused ? 1 : 0;
+      lines.push_back({.cluster = &c, .up = c.up || c.auth_refused});
+      continue;
+    }
+    const probe_result& r = results[next_standalone++];
     node_line l{.probe = &r};
     l.up = r.up && r.replies.at(0).type == probe_reply::kind::status;
     if (l.up) {
@@ -120,20 +156,28 @@ int run_ping(std::span<char* const> argv) {
   }
   // One server under two names votes once, under its first name.
   std::vector<const probe_reply*> infos;
-  for (const auto& l : lines) infos.push_back(l.up && !l.auth_refused ? &l.probe->replies.at(1) : nullptr);
+  for (const auto& l : lines)
+    infos.push_back(l.probe != nullptr && l.up && !l.auth_refused ? &l.probe->replies.at(1) : nullptr);
   const std::vector<std::string> twins = same_servers(uris, infos);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (twins[i].empty()) continue;
     voting -= lines[i].vote.what == node_vote::state::votes ? 1 : 0;
     lines[i].vote = {node_vote::state::never, twins[i], std::nullopt};
   }
-  const std::size_t n = results.size();
+  const std::size_t n = uris.size();
   const std::size_t quorum = n / 2 + 1;
   if (args.has("json")) {
     print_json(lines, up, voting, quorum);
   } else {
     print_text(lines);
-    fmt::print("{}/{} nodes up, {}/{} voting, quorum {}\n", up, n, voting, n, quorum);
+    if (clusters.empty()) {
+      fmt::print("{}/{} nodes up, {}/{} voting, quorum {}\n", up, n, voting, n, quorum);
+    } else {
+      fmt::print(
+          "{}/{} members up, {}/{} standalone nodes voting (a cluster member votes per slot: redsync status "
+          "NAME shows a name's), quorum {}\n",
+          up, n, voting, standalone.size(), quorum);
+    }
   }
   std::fflush(stdout);
   // Refusals first: nodes that answer but refuse, or that no retry can

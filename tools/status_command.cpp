@@ -2,6 +2,8 @@
 // holder is (for values `redsync lock` made), whether each node's vote
 // counts yet, each node's fencing counter, and who waits in the line. A
 // semaphore's name (lock -n) shows its permits instead (semaphore_status.hpp).
+// A cluster member is read on the master that serves the name's slot, in
+// the cluster key layout (member_probe.hpp).
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -11,6 +13,7 @@
 #include "json.hpp"
 #include "lock_config.hpp"
 #include "lock_line.hpp"
+#include "member_probe.hpp"
 #include "node_list.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
@@ -18,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -101,7 +105,16 @@ int run_status(std::span<char* const> argv) {
   // nodes.
   std::optional<int> permits;
   if (const std::string* v = args.last("permits")) permits = parse_permits(*v);
-  if (permits || is_semaphore(uris, name, timeout))
+  // The library refuses a semaphore over a set with a cluster member, so
+  // such a set holds no permits to show.
+  const auto cluster = std::find_if(uris.begin(), uris.end(), is_cluster_member_uri);
+  if (cluster != uris.end()) {
+    if (permits) {
+      throw usage_error(fmt::format(
+          "status -n: node {} is a cluster member, and semaphores are not supported on cluster members",
+          cluster - uris.begin() + 1));
+    }
+  } else if (permits || is_semaphore(uris, name, timeout))
     return semaphore_status(uris, name, timeout, permits, args.has("json"));
   // Votes are judged as a `redsync lock --ttl TTL` would see them.
   std::chrono::milliseconds ttl{8000};
@@ -113,10 +126,15 @@ int run_status(std::span<char* const> argv) {
     ours = env;
   }
 
-  std::vector<std::vector<std::string>> commands{{"GET", name}, {"PTTL", name}};
-  for (auto& c : vote_commands()) commands.push_back(std::move(c));
-  for (auto& c : line_commands(name)) commands.push_back(std::move(c));
-  const auto results = probe_all(uris, commands, timeout);
+  const auto results = probe_name(
+      uris, name,
+      [](const name_keys& keys) {
+        std::vector<std::vector<std::string>> commands{{"GET", keys.lock}, {"PTTL", keys.lock}};
+        for (auto& c : vote_commands(keys.record)) commands.push_back(std::move(c));
+        for (auto& c : line_commands(keys.lock)) commands.push_back(std::move(c));
+        return commands;
+      },
+      timeout);
   const auto now = std::chrono::system_clock::now();
 
   std::vector<node_state> nodes;
@@ -167,9 +185,12 @@ int run_status(std::span<char* const> argv) {
     }
     nodes.push_back(std::move(s));
   }
-  // One server under two names votes once, under its first name.
+  // One server under two names votes once, under its first name (a cluster
+  // member's master is not compared: its URI names the seeds).
   std::vector<const probe_reply*> infos;
-  for (const auto& s : nodes) infos.push_back(s.probe->up ? &s.probe->replies.at(2) : nullptr);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    infos.push_back(nodes[i].probe->up && !is_cluster_member_uri(uris[i]) ? &nodes[i].probe->replies.at(2)
+                                                                          : nullptr);
   const std::vector<std::string> twins = same_servers(uris, infos);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (twins[i].empty()) continue;

@@ -62,6 +62,29 @@ inline std::size_t nodes_holding(cluster& c, const std::string& key) {
   return n;
 }
 
+// A --json answer is one line holding one object whose braces and brackets
+// balance outside strings.
+inline bool one_json_object(const std::string& out) {
+  if (out.empty() || out.front() != '{' || out.find('\n') != out.size() - 1 || out[out.size() - 2] != '}') {
+    return false;
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+    const char c = out[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    if (depth == 0 && i + 2 < out.size()) return false;
+  }
+  return depth == 0 && !in_string;
+}
+
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

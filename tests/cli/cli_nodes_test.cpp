@@ -8,47 +8,17 @@
 #include <thread>
 
 #include "cli_helpers.hpp"
+#include "cluster_members.hpp"
 #include "lock_acl.hpp"
-#include "redis_cluster.hpp"
 
 using namespace redsync::test;
 
-namespace {
-
-// A --json answer is one line holding one object whose braces and brackets
-// balance outside strings.
-bool one_json_object(const std::string& out) {
-  if (out.empty() || out.front() != '{' || out.find('\n') != out.size() - 1 || out[out.size() - 2] != '}') {
-    return false;
-  }
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
-    const char c = out[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') --depth;
-    if (depth == 0 && i + 2 < out.size()) return false;
-  }
-  return depth == 0 && !in_string;
-}
-
-}  // namespace
-
 TEST_SUITE("cli") {
   TEST_CASE("cli: lock over cluster members, each given by its seeds in the comma-separated node list") {
-    redis_cluster c1(cluster_config{.masters = 3});
-    redis_cluster c2(cluster_config{.masters = 3});
-    redis_cluster c3(cluster_config{.masters = 3});
+    three_clusters members;
+    redis_cluster& c1 = members.c1;
     temp_dir dir;
-    // Each uri() is "redis+cluster://127.0.0.1:P1,127.0.0.1:P2,...": the
-    // pieces without a scheme continue the member before them.
-    const std::string list = "--nodes=" + c1.uri() + "," + c2.uri() + "," + c3.uri();
+    const std::string list = members.nodes_arg();
     auto o =
         run_cli({"lock", list, "cli-cluster", "-c", "echo \"$REDSYNC_FENCING_TOKEN\" > f"}, dir.path(), 60s);
     INFO(show(o));
