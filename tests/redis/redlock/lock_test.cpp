@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -110,23 +111,34 @@ TEST_SUITE("lock") {
     const auto name = unique_name("counter");
     long counter = 0;  // deliberately not atomic: the lock is the only protection
     std::atomic<int> failures{0};
+    std::mutex first_failure_mutex;
+    std::string first_failure;
+    const auto failed = [&](const std::string& what) {
+      ++failures;
+      const std::lock_guard<std::mutex> lk(first_failure_mutex);
+      if (first_failure.empty()) first_failure = what;
+    };
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&] {
-        auto m = rs.new_mutex(name, fast_retries({.expiry = 2s, .tries = 100000}));
+        // A 10 s expiry gives each node 500 ms to answer: 8 threads on a
+        // loaded 2-core machine under ASan miss 100 ms now and then.
+        auto m = rs.new_mutex(name, fast_retries({.expiry = 10s, .tries = 100000}));
         for (int i = 0; i < 300; ++i) {
-          if (!m.lock(redsync::context{}).ok()) {
-            ++failures;
+          const auto locked = m.lock(redsync::context{});
+          if (!locked.ok()) {
+            failed("lock: " + locked.describe());
             continue;
           }
           const long seen = counter;
           counter = seen + 1;
-          if (!m.unlock(redsync::context{}).ok()) ++failures;
+          const auto unlocked = m.unlock(redsync::context{});
+          if (!unlocked.ok()) failed("unlock: " + unlocked.describe());
         }
       });
     }
     for (auto& t : threads) t.join();
-    CHECK(failures.load() == 0);
+    CHECK_MESSAGE(failures.load() == 0, first_failure);
     CHECK(counter == 2400);
   }
 
@@ -153,7 +165,10 @@ TEST_SUITE("lock") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("expired");
-    auto m = rs.new_mutex(name, {.expiry = 150ms});
+    // Each node gets half the expiry to answer (the default 5 % of 150 ms,
+    // 7.5 ms, is missed on a loaded machine, and a node that did not answer
+    // is not "missing").
+    auto m = rs.new_mutex(name, {.expiry = 300ms, .timeout_factor = 0.5});
     REQUIRE(m.lock(redsync::context{}).ok());
     REQUIRE(wait_until(
         [&] {
@@ -161,7 +176,7 @@ TEST_SUITE("lock") {
             if (redis_client(c[i]).exists(name)) return false;
           return true;
         },
-        3s));
+        5s));
     CHECK_FALSE(m.held());
     auto r = m.unlock(redsync::context{});
     CHECK(r.error == redsync::errc::expired);
