@@ -50,10 +50,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <utility>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct uv_loop_s;
