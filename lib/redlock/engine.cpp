@@ -46,8 +46,8 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
   check_redsync_options(options);
   if (members.empty()) throw config_error("Redsync needs at least one node; got 0 nodes");
   pools_.reserve(members.size());
-  std::vector<node_options> listened;  // the listener's node per member (unused for a cluster's)
-  std::vector<bool> no_wakeups;
+  std::vector<node_options> listened;    // the listener's node per member (unused for a cluster's)
+  std::vector<cluster_router*> routers;  // the listener's router per member (null for a standalone one)
   for (auto& spec : members) {
     const bool cluster = !spec.seeds.empty();
     for (const auto& n : cluster ? spec.seeds : std::vector<node_options>{spec.node}) check_node_options(n);
@@ -69,14 +69,14 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
       has_cluster_ = true;
       uris_.push_back(text);
       listened.push_back(spec.seeds.front());
-      no_wakeups.push_back(true);
       pools_.push_back(std::make_unique<member>(
           std::make_unique<cluster_router>(loop_.loop(), std::move(spec.seeds), options)));
+      routers.push_back(pools_.back()->router());
     } else {
       const node_options& n = spec.node;
       uris_.push_back(n.unix_path.empty() ? (n.tls.enabled ? "rediss://" : "redis://") + address : address);
       listened.push_back(n);
-      no_wakeups.push_back(false);
+      routers.push_back(nullptr);
       pools_.push_back(std::make_unique<member>(std::make_unique<node_pool>(loop_.loop(), n, options)));
     }
   }
@@ -95,10 +95,10 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
   }
   std::vector<std::shared_ptr<const tls_context>> tls;
   for (const auto& m : pools_) tls.push_back(m->pool() ? m->pool()->tls() : nullptr);
-  // Wake-ups are off on cluster members for now (docs/cluster.md): a waiter
-  // there relies on its retry delay.
+  // On a cluster member the listener subscribes through its router's slot
+  // map (docs/cluster.md, "Wake-ups").
   listener_ = std::make_unique<release_listener>(loop_.loop(), std::move(listened), std::move(tls), options,
-                                                 std::move(no_wakeups));
+                                                 std::move(routers));
   trust_ = std::make_unique<node_trust>(*this, options.restart_guard, options.restart_guard_window);
   // Every connection reads INFO first: node_trust needs the server's
   // run_id to tell whether the node's record (and vote) is verified. On a

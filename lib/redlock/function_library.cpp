@@ -10,6 +10,7 @@
 
 #include <array>
 #include <utility>
+#include <vector>
 
 namespace redsync::detail {
 
@@ -22,12 +23,17 @@ namespace {
 // are a delete, an expiry, or a short reservation). The check only reads.
 // Acquire and the record scripts are refused over maxmemory: a node that
 // cannot take a new lock should not vote for one.
+// A script's cluster variant (lua_script::cluster) has the script's flags.
+bool is(const lua_script& s, const lua_script& script) {
+  return &s == &script || &s == script.cluster;
+}
+
 std::string_view flags_of(const lua_script& s) {
-  if (&s == &check_script()) return "'no-writes'";
-  if (&s == &release_script() || &s == &leave_script() || &s == &extend_script()) return "'allow-oom'";
+  if (is(s, check_script())) return "'no-writes'";
+  if (is(s, release_script()) || is(s, leave_script()) || is(s, extend_script())) return "'allow-oom'";
   // A semaphore's holder too: its release and extension only remove or
   // re-score a permit.
-  if (&s == &semaphore_release_script() || &s == &semaphore_extend_script()) return "'allow-oom'";
+  if (is(s, semaphore_release_script()) || is(s, semaphore_extend_script())) return "'allow-oom'";
   return "";
 }
 
@@ -58,8 +64,11 @@ std::string function_name(const lua_script& s) {
                                                        &semaphore_release_script(),
                                                        &semaphore_extend_script(),
                                                        &semaphore_fence_script()};
-    std::array<std::pair<const lua_script*, std::string>, scripts.size()> names;
-    for (std::size_t k = 0; k < scripts.size(); ++k) names[k] = {scripts[k], compute_name(*scripts[k])};
+    std::vector<std::pair<const lua_script*, std::string>> names;
+    for (const lua_script* s : scripts) {
+      names.emplace_back(s, compute_name(*s));
+      if (s->cluster) names.emplace_back(s->cluster, compute_name(*s->cluster));
+    }
     return names;
   }();
   for (const auto& [script, name] : known)

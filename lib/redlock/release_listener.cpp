@@ -1,5 +1,6 @@
-// Wake-ups: one pub/sub connection per node, announcing the next waiter in
-// line when a lock is released.
+// Wake-ups: one pub/sub connection per standalone node, sharded
+// subscriptions on cluster members, announcing the next waiter in line when
+// a lock is released.
 
 #include "redlock/release_listener.hpp"
 
@@ -18,24 +19,39 @@ constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
 
 release_listener::release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
                                    std::vector<std::shared_ptr<const tls_context>> tls,
-                                   const redsync_options& options, std::vector<bool> without)
+                                   const redsync_options& options, std::vector<cluster_router*> routers)
     : loop_(loop), nodes_(std::move(nodes)), tls_(std::move(tls)), connect_timeout_(options.connect_timeout) {
   links_.resize(nodes_.size());
-  without_ = std::move(without);
-  without_.resize(nodes_.size(), false);
+  shards_.resize(nodes_.size());
+  for (std::size_t i = 0; i < routers.size() && i < nodes_.size(); ++i) {
+    if (!routers[i]) continue;
+    shard_subscriber::events ev;
+    ev.subscribed = [this](const std::string& cluster_channel) {
+      if (const std::string* channel = plain_channel(cluster_channel)) on_confirmed(*channel);
+    };
+    ev.message = [this, i](const std::string& cluster_channel, std::string_view payload) {
+      if (const std::string* channel = plain_channel(cluster_channel)) deliver(i, *channel, payload);
+    };
+    shards_[i] = std::make_unique<shard_subscriber>(loop_, *routers[i], connect_timeout_, std::move(ev));
+  }
 }
 
 release_listener::~release_listener() = default;
 
-bool release_listener::watch(const std::string& channel, waiter* w) {
+bool release_listener::watch(const std::string& channel, waiter* w, const std::string& cluster_channel) {
   if (closing_) return false;
   auto& watch = channels_[channel];
   watch.waiters.push_back(w);
   if (watch.waiters.size() > 1) return watch.confirmed;
+  watch.cluster_channel = cluster_channel;
+  if (!cluster_channel.empty()) by_cluster_channel_[cluster_channel] = channel;
   for (std::size_t i = 0; i < links_.size(); ++i) {
     const bool fresh =
         links_[i].conn == nullptr || links_[i].conn->current_state() == connection::state::disconnected;
-    if (without_[i]) continue;
+    if (shards_[i]) {
+      if (!cluster_channel.empty()) shards_[i]->subscribe(cluster_channel);
+      continue;
+    }
     ensure_connected(i);  // a fresh connection subscribes to everything, this channel included
     if (!fresh) subscribe(i, channel);
   }
@@ -52,12 +68,25 @@ void release_listener::unwatch(const std::string& channel, waiter* w) {
   auto& ws = it->second.waiters;
   ws.erase(std::remove(ws.begin(), ws.end(), w), ws.end());
   if (!ws.empty()) return;
+  const std::string cluster_channel = std::move(it->second.cluster_channel);
   channels_.erase(it);
-  if (!closing_) send_to_all("UNSUBSCRIBE", channel);
+  if (closing_) return;
+  send_to_all("UNSUBSCRIBE", channel);
+  if (cluster_channel.empty()) return;
+  by_cluster_channel_.erase(cluster_channel);
+  for (auto& shard : shards_) {
+    if (shard) shard->unsubscribe(cluster_channel);
+  }
+}
+
+const std::string* release_listener::plain_channel(const std::string& cluster_channel) const {
+  if (closing_) return nullptr;
+  const auto it = by_cluster_channel_.find(cluster_channel);
+  return it == by_cluster_channel_.end() ? nullptr : &it->second;
 }
 
 void release_listener::ensure_connected(std::size_t i) {
-  if (without_[i]) return;
+  if (shards_[i]) return shards_[i]->maintain();
   auto& link = links_[i];
   if (!link.conn) {
     link.conn = std::make_unique<connection>(loop_, connection_config{nodes_[i], connect_timeout_, tls_[i]},
@@ -112,17 +141,24 @@ void release_listener::send_to_all(std::string_view verb, const std::string& cha
 
 void release_listener::on_push(std::size_t node, reply&& r) {
   // ["message", channel, payload]
-  if (r.elements.size() < 3) return;
-  auto it = channels_.find(r.elements[1].str);
+  if (r.elements.size() < 3 || r.elements[0].str != "message") return;
+  deliver(node, r.elements[1].str, r.elements[2].str);
+}
+
+void release_listener::deliver(std::size_t node, const std::string& channel_ref, std::string_view payload) {
+  // A waiter may stop watching from inside its callback (and so free the
+  // strings passed here): iterate copies.
+  const std::string channel = channel_ref;
+  const std::string head(payload);
+  auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  // A waiter may stop watching from inside its callback: iterate a copy.
   const std::vector<waiter*> ws = it->second.waiters;
   for (waiter* w : ws) {
-    auto still = channels_.find(r.elements[1].str);
+    auto still = channels_.find(channel);
     if (still == channels_.end()) break;
     const auto& now = still->second.waiters;
     if (std::find(now.begin(), now.end(), w) == now.end()) continue;
-    w->on_release(node, r.elements[2].str);
+    w->on_release(node, head);
   }
 }
 
@@ -144,24 +180,14 @@ void release_listener::close(std::function<void()> closed) {
     maintenance_->close();
     maintenance_ = nullptr;
   }
-  auto remaining = std::make_shared<std::size_t>(0);
-  auto done = std::make_shared<std::function<void()>>(std::move(closed));
-  for (auto& link : links_) {
-    if (link.conn) ++*remaining;
+  std::vector<connection*> conns;
+  for (auto& link : links_) conns.push_back(link.conn.get());
+  for (auto& shard : shards_) {
+    if (!shard) continue;
+    const auto more = shard->connections();
+    conns.insert(conns.end(), more.begin(), more.end());
   }
-  if (*remaining == 0) return (*done)();
-  for (auto& link : links_) {
-    if (!link.conn) continue;
-    std::vector<command_callback> orphans;
-    link.conn->close(orphans, [remaining, done] {
-      if (--*remaining == 0) (*done)();
-    });
-    for (auto& cb : orphans) {
-      command_result r;
-      r.status = transport_status::shutdown;
-      cb(std::move(r));
-    }
-  }
+  close_all(conns, std::move(closed));
 }
 
 }  // namespace redsync::detail

@@ -1,13 +1,17 @@
 #pragma once
 
-// Wake-ups for waiters: one pub/sub connection per node, subscribed to the
-// release channel of every lock name that has a waiter in this process.
+// Wake-ups for waiters: one pub/sub connection per standalone node,
+// subscribed to the release channel of every lock name that has a waiter in
+// this process; on a cluster member, sharded subscriptions on the masters
+// that serve those channels' slots (shard_subscriber.hpp).
 // The release script publishes the next waiter in line; only that waiter
 // tries again at once, so a hand-over costs about one attempt, not one per
 // waiter. Notifications are an optimisation: a lost one (a node down, a
 // subscription not yet active) only means the waiter's retry delay applies.
 // Loop thread only.
 
+#include "redlock/shard_subscriber.hpp"
+#include "transport/cluster_router.hpp"
 #include "transport/connection.hpp"
 #include "transport/loop_timer.hpp"
 
@@ -37,20 +41,23 @@ class release_listener {
 
   // `tls[i]` is node i's TLS context (null for plain TCP), shared with its
   // node_pool.
-  // `without[i]`: node i gets no subscription (a cluster member, whose
-  // wake-ups are not built yet: docs/cluster.md); may be empty.
+  // `routers[i]`, when set, is cluster member i's router (nodes[i] and
+  // tls[i] unused then): its wake-ups come from sharded subscriptions on
+  // the masters of its slot map (docs/cluster.md). May be empty.
   release_listener(uv_loop_t* loop, std::vector<node_options> nodes,
                    std::vector<std::shared_ptr<const tls_context>> tls, const redsync_options& options,
-                   std::vector<bool> without = {});
+                   std::vector<cluster_router*> routers = {});
   ~release_listener();  // requires close() to have completed (or no watch ever)
   release_listener(const release_listener&) = delete;
   release_listener& operator=(const release_listener&) = delete;
 
-  // Starts telling `w` about `channel`. Returns true if the channel's
+  // Starts telling `w` about `channel` (a standalone node's name for it;
+  // `cluster_channel` is the cluster members' name, lock_keys::channels,
+  // empty when the set has none). Returns true if the channel's
   // subscription was already confirmed, so `w` gets no on_subscribed(): what
   // was published before this call (during its last attempt) was not
   // heard by it, and it should look again once, as on_subscribed() says.
-  bool watch(const std::string& channel, waiter* w);
+  bool watch(const std::string& channel, waiter* w, const std::string& cluster_channel = {});
   void unwatch(const std::string& channel, waiter* w);
 
   // Closes every connection and timer, then calls `closed`.
@@ -67,6 +74,10 @@ class release_listener {
   void send_to_all(std::string_view verb, const std::string& channel);
   void on_confirmed(const std::string& channel);
   void on_push(std::size_t node, reply&& r);
+  // Tells the waiters of `channel` that node `node` published `payload`.
+  void deliver(std::size_t node, const std::string& channel, std::string_view payload);
+  // The standalone name of a cluster member's channel, or nullptr.
+  const std::string* plain_channel(const std::string& cluster_channel) const;
   void on_maintenance();
 
   uv_loop_t* loop_;
@@ -74,12 +85,14 @@ class release_listener {
   std::vector<std::shared_ptr<const tls_context>> tls_;
   std::chrono::milliseconds connect_timeout_;
   std::vector<node_link> links_;
-  std::vector<bool> without_;
+  std::vector<std::unique_ptr<shard_subscriber>> shards_;  // per cluster member, else null
   struct channel_watch {
     std::vector<waiter*> waiters;
     bool confirmed = false;  // a node confirmed the subscription
+    std::string cluster_channel;
   };
   std::unordered_map<std::string, channel_watch> channels_;
+  std::unordered_map<std::string, std::string> by_cluster_channel_;  // -> channels_' key
   loop_timer* maintenance_ = nullptr;
   bool closing_ = false;
 };

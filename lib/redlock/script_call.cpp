@@ -153,7 +153,9 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
 
 void add_cluster_form(script_call& call, const std::vector<std::string_view>& keys,
                       const std::vector<std::string_view>& args) {
-  call.cluster_evalsha = make_script_call(*call.script, keys, args).evalsha;
+  const lua_script& s = call.script->cluster ? *call.script->cluster : *call.script;
+  call.cluster_script = &s;
+  call.cluster_evalsha = make_script_call(s, keys, args).evalsha;
 }
 
 wire_command to_eval(const script_call& call) {

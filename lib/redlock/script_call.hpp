@@ -22,6 +22,10 @@ namespace redsync::detail {
 struct lua_script {
   std::string_view source;
   std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
+  // What a cluster member runs instead, when it differs (a script that
+  // publishes a wake-up does so with SPUBLISH there: scripts.cpp); null when
+  // this script runs on every kind of member.
+  const lua_script* cluster = nullptr;
 };
 
 // A script call encoded once for all nodes as EVALSHA. The EVAL form is
@@ -29,16 +33,17 @@ struct lua_script {
 struct script_call {
   const lua_script* script = nullptr;
   wire_command evalsha;
-  // The same call with a cluster member's keys (cluster_keys.hpp), when
-  // they differ from the standalone ones; send_script sends it to cluster
-  // members.
+  // The same call with a cluster member's keys (cluster_keys.hpp) and the
+  // script's cluster variant (lua_script::cluster, else the script itself);
+  // send_script sends it to cluster members.
   wire_command cluster_evalsha;
+  const lua_script* cluster_script = nullptr;
 
   explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
   // The form for a member of this kind.
   script_call for_member(bool cluster) const {
     if (!cluster || !cluster_evalsha) return *this;
-    return {script, cluster_evalsha, {}};
+    return {cluster_script, cluster_evalsha, {}, nullptr};
   }
 };
 
@@ -51,7 +56,8 @@ wire_command to_eval(const script_call& call);
 script_call make_script_call(const lua_script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args);
 
-// Adds to `call` its cluster form: the same script with these KEYS and ARGV.
+// Adds to `call` its cluster form: the script's cluster variant (or the
+// script itself) with these KEYS and ARGV.
 void add_cluster_form(script_call& call, const std::vector<std::string_view>& keys,
                       const std::vector<std::string_view>& args);
 

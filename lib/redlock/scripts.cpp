@@ -24,7 +24,7 @@ namespace {
 // A key holding `reserved_prefix .. value` is reserved for the waiter with
 // that value (see release_body): it is nobody's lock, and only that
 // waiter's acquisition may take it.
-constexpr std::string_view line_prelude = R"lua(
+constexpr std::string_view line_prelude_head = R"lua(
 local reserved_prefix = '\0redsync:next\0'
 local now = nil
 local function clock()
@@ -75,7 +75,15 @@ local function reserve(i, h, channel, quiet)
   if redis.pcall('SET', KEYS[i], reserved_prefix .. h, 'PX', ttl).err then
     redis.call('DEL', KEYS[i])
   elseif h ~= quiet then
-    redis.call('PUBLISH', channel, h)
+    redis.call(')lua";
+// The publish command of reserve(): PUBLISH on a standalone node, SPUBLISH
+// on a cluster member (a PUBLISH there is broadcast to every node of the
+// cluster; a sharded one stays on the shard of the name's slot, where the
+// waiters subscribe: docs/cluster.md). Only this word differs between the
+// two variants of a script.
+constexpr std::string_view standalone_publish = "PUBLISH";
+constexpr std::string_view cluster_publish = "SPUBLISH";
+constexpr std::string_view line_prelude_tail = R"lua(', channel, h)
   end
 end
 -- Restores rule R (scripts.hpp) on name i: a name no holder holds is
@@ -302,17 +310,27 @@ return 1
 )lua";
 
 // A script made of a head (which defines `n`, `line(i)` and `leases(i)`),
-// the line prelude and a body, joined and hashed once.
-template <const std::string_view& Head, const std::string_view& Body>
-const lua_script& line_script() {
+// the line prelude with `Publish` as its publish command, and a body, joined
+// and hashed once.
+template <const std::string_view& Head, const std::string_view& Body, const std::string_view& Publish>
+const lua_script& line_variant(const lua_script* cluster) {
   static const std::string source = [] {
     std::string s(Head);
-    s += line_prelude;
+    s += line_prelude_head;
+    s += Publish;
+    s += line_prelude_tail;
     s += Body;
     return s;
   }();
-  static const lua_script s{source, sha1_hex(source)};
+  static const lua_script s{source, sha1_hex(source), cluster};
   return s;
+}
+
+// The standalone script (the bytes every release has used: same SHA1),
+// which names its cluster variant (SPUBLISH), generated from the same text.
+template <const std::string_view& Head, const std::string_view& Body>
+const lua_script& line_script() {
+  return line_variant<Head, Body, standalone_publish>(&line_variant<Head, Body, cluster_publish>(nullptr));
 }
 
 }  // namespace

@@ -133,7 +133,10 @@ bool waiting_line::quorum_open() const {
 bool waiting_line::listen(release_listener::waiter* w) {
   if (!waits_ || listening_ || st_.eng.shutting_down()) return false;
   bool missed = false;
-  for (const auto& channel : st_.channels) missed = st_.eng.listener().watch(channel, w) || missed;
+  for (std::size_t k = 0; k < st_.channels.size(); ++k) {
+    const std::string& cluster_channel = st_.clustered ? st_.clustered->channels[k] : std::string();
+    missed = st_.eng.listener().watch(st_.channels[k], w, cluster_channel) || missed;
+  }
   listening_ = true;
   return missed;
 }

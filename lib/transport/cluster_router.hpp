@@ -84,6 +84,21 @@ class cluster_router {
     info_listener_ = std::move(listener);
   }
 
+  // Master host:port as a node of its own (the seeds' credentials and TLS
+  // parameters with its address) and its TLS context (null for plain TCP),
+  // for other connections to it: the wake-up listener's.
+  struct endpoint {
+    node_options node;
+    std::shared_ptr<const tls_context> tls;
+  };
+  endpoint master_endpoint(const std::string& host, int port) {
+    node_pool& pool = pool_at(host, port);
+    node_options node = seeds_.front();
+    node.host = host;
+    node.port = port;
+    return {std::move(node), pool.tls()};
+  }
+
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 

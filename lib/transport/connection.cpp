@@ -128,4 +128,25 @@ void connection::handle_closed() {
   if (closed) closed();  // may destroy this connection's owner: touch nothing after
 }
 
+void close_all(const std::vector<connection*>& conns, std::function<void()> closed) {
+  auto remaining = std::make_shared<std::size_t>(0);
+  auto done = std::make_shared<std::function<void()>>(std::move(closed));
+  for (connection* c : conns) {
+    if (c) ++*remaining;
+  }
+  if (*remaining == 0) return (*done)();
+  for (connection* c : conns) {
+    if (!c) continue;
+    std::vector<command_callback> orphans;
+    c->close(orphans, [remaining, done] {
+      if (--*remaining == 0) (*done)();
+    });
+    for (auto& cb : orphans) {
+      command_result r;
+      r.status = transport_status::shutdown;
+      cb(std::move(r));
+    }
+  }
+}
+
 }  // namespace redsync::detail

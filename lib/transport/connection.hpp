@@ -62,9 +62,13 @@ class connection {
 
   state current_state() const noexcept { return state_; }
 
-  // Pub/sub: when set, "message" pushes (which answer no command) go here
-  // instead of being matched to a command; SUBSCRIBE confirmations still
-  // answer their commands in order. Set before connect().
+  // Pub/sub: when set, "message" and "smessage" pushes (which answer no
+  // command) go here instead of being matched to a command, and so does
+  // every "sunsubscribe": a cluster node sends one unasked when a slot
+  // leaves it, which cannot be told from the reply to a SUNSUBSCRIBE, so a
+  // SUNSUBSCRIBE must be sent with a command behind it that answers (PING)
+  // in the same wire_command. (S)SUBSCRIBE confirmations still answer their
+  // commands in order. Set before connect().
   using push_handler = std::function<void(reply&&)>;
   void set_push_handler(push_handler handler) { push_ = std::move(handler); }
 
@@ -185,5 +189,10 @@ class connection {
   clock::time_point stall_since_{};
   std::chrono::microseconds max_timeout_{0};
 };
+
+// Closes every connection in `conns` (null ones skipped), completing what
+// each still awaits with `shutdown`, then calls `closed` (at once when there
+// is none).
+void close_all(const std::vector<connection*>& conns, std::function<void()> closed);
 
 }  // namespace redsync::detail

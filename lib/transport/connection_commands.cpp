@@ -25,6 +25,16 @@ long long to_ms(microseconds d) {
   return (d.count() + 999) / 1000;
 }
 
+// What answers no command on a subscribed connection (RESP2): a message, a
+// sharded one, and the `sunsubscribe` a cluster node sends when a slot left
+// it (its subscriptions to that slot's channels end). A SUNSUBSCRIBE's own
+// reply has the same shape, so it is a push too: see connection.hpp.
+bool is_push(const reply& r) {
+  if (r.type != reply::kind::array || r.elements.empty()) return false;
+  const std::string& kind = r.elements.front().str;
+  return kind == "message" || kind == "smessage" || kind == "sunsubscribe";
+}
+
 }  // namespace
 
 void connection::write_if_listed() {
@@ -207,7 +217,7 @@ void connection::handle_data(const char* data, std::size_t size) {
       handshake_due_.pop_front();
       continue;
     }
-    if (push_ && r.type == reply::kind::array && !r.elements.empty() && r.elements.front().str == "message") {
+    if (push_ && is_push(r)) {
       push_(std::move(r));
       r = reply{};
       if (socket_ != s || state_ != state::connected) return;  // the handler closed us

@@ -43,6 +43,11 @@ TEST_SUITE("scripts") {
       const auto loaded = client.command({"SCRIPT", "LOAD", std::string(script->source)});
       REQUIRE(loaded.type == redis_client::reply::kind::string);
       CHECK(script->sha1 == loaded.str);
+      // And its cluster members' variant (SPUBLISH), where it has one.
+      if (script->cluster == nullptr) continue;
+      const auto cluster = client.command({"SCRIPT", "LOAD", std::string(script->cluster->source)});
+      REQUIRE(cluster.type == redis_client::reply::kind::string);
+      CHECK(script->cluster->sha1 == cluster.str);
     }
   }
 

@@ -99,6 +99,35 @@ TEST_CASE("a call is encoded once per kind of member") {
   const std::string& c = *both.for_member(true).evalsha;
   CHECK(c.find("{orders}:redsync-line") != std::string::npos);
   CHECK(c.find("redsync:release:{orders}") != std::string::npos);
-  CHECK(c.find(release_script().sha1) != std::string::npos);
+  // The cluster variant of the script (SPUBLISH), not the standalone one.
+  REQUIRE(release_script().cluster != nullptr);
+  CHECK(c.find(release_script().cluster->sha1) != std::string::npos);
+  CHECK(c.find(release_script().sha1) == std::string::npos);
+  CHECK(both.for_member(true).script == release_script().cluster);
   CHECK(both.for_member(false).evalsha == both.evalsha);
+  CHECK(both.for_member(false).script == &release_script());
+}
+
+TEST_CASE("the standalone scripts keep their SHA1s; a cluster variant differs only in SPUBLISH") {
+  // Pinned: deployed clients share these scripts' cache entries, and a
+  // standalone member must run exactly what it ran before cluster members.
+  CHECK(acquire_script().sha1 == "30fa2ee808fe013e45121ba73ecbb8cc141b3b01");
+  CHECK(leave_script().sha1 == "30f2b2f3f06af8b81b0f22a03534d607f86dae29");
+  CHECK(release_script().sha1 == "797ea5e7abae23258e2716ac64a8a9fa411596b6");
+  for (const lua_script* s : {&acquire_script(), &leave_script(), &release_script()}) {
+    REQUIRE(s->cluster != nullptr);
+    CHECK(s->cluster->cluster == nullptr);
+    std::string expected(s->source);
+    const std::string publish = "redis.call('PUBLISH', ";
+    const auto at = expected.find(publish);
+    REQUIRE(at != std::string::npos);
+    CHECK(expected.find(publish, at + 1) == std::string::npos);  // one publish call
+    expected.replace(at, publish.size(), "redis.call('SPUBLISH', ");
+    CHECK(std::string(s->cluster->source) == expected);
+    CHECK(s->cluster->sha1 != s->sha1);
+  }
+  // Scripts that publish nothing run as they are on every member.
+  CHECK(extend_script().cluster == nullptr);
+  CHECK(check_script().cluster == nullptr);
+  CHECK(fence_script().cluster == nullptr);
 }
