@@ -156,6 +156,11 @@ void add_cluster_form(script_call& call, const std::vector<std::string_view>& ke
   call.cluster_evalsha = make_script_call(*call.script, keys, args).evalsha;
 }
 
+void add_cluster_group(script_call& call, const std::vector<std::string_view>& keys,
+                       const std::vector<std::string_view>& args) {
+  call.cluster_groups.push_back(make_script_call(*call.script, keys, args).evalsha);
+}
+
 wire_command to_eval(const script_call& call) {
   return with_head(call, "EVAL", call.script->source);
 }

@@ -3,6 +3,10 @@
 
 #include "redlock/waiting_line.hpp"
 
+#include "redlock/mutex_rounds.hpp"
+#include "redlock/script_answers.hpp"
+#include "redlock/slot_groups.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -162,9 +166,12 @@ void waiting_line::leave() {
       call = std::make_shared<script_call>(
           st_.call(leave_script(), &lock_keys::release_keys, {value_, "0"}, true));
     }
-    send_script(
-        st_.eng.script_mode(), st_.eng.at(i, st_.slot), st_.route, *call, st_.timeout,
-        [call](command_result&&) {}, wanted);
+    send_to_member(
+        st_.eng.at(i, st_.slot), *call, st_.slots,
+        [this, &wanted](member_slot pool, const script_call& form, command_callback done) {
+          send_script(st_.eng.script_mode(), pool, st_.route, form, st_.timeout, std::move(done), wanted);
+        },
+        member_answer(classify_three_way), [call](command_result&&) {});
   }
 }
 
