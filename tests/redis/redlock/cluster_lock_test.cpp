@@ -124,13 +124,6 @@ TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its
   CHECK(value_on(cl, cluster_lock_key(name)).empty());
 }
 
-TEST_CASE("cluster members: a semaphore is refused, saying why") {
-  redis_cluster cl(cluster_config{.masters = 3});
-  redsync::Redsync rs({cl.uri()}, fresh_nodes());
-  CHECK_THROWS_WITH_AS(rs.new_semaphore("s", 2), doctest::Contains("semaphores do not take cluster members"),
-                       redsync::config_error);
-}
-
 TEST_CASE(
     "a lock held across a slot migration is released: TRYAGAIN is no answer, retried until the move ends") {
   auto cls = clusters(3);
