@@ -261,4 +261,21 @@ TEST_CASE(
     for (const auto& n : names) CHECK(value_on(*cl, cluster_lock_key(n)).empty());
 }
 
+TEST_CASE(
+    "the watchdog reports a multi-name lock lost once one group is gone on a quorum of cluster members") {
+  auto cls = clusters(3);
+  redsync::Redsync rs(uris(cls), fresh_nodes());
+  const auto names = names_in_distinct_slots(unique_name("multi-lost"), 2);
+  auto m = rs.new_multi_mutex(names, {.expiry = 1s, .auto_extend = true});
+  auto r = m.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  CHECK_FALSE(m.lost());
+  const std::string gone = cluster_lock_key(names[1]);
+  for (std::size_t i = 0; i < 2; ++i) REQUIRE(client_for(*cls[i], gone).command({"DEL", gone}).integer == 1);
+  CHECK(wait_until([&] { return m.lost(); }, 10s));
+  CHECK_FALSE(m.held());
+  (void)m.unlock(redsync::context::timeout(10s));
+  for (auto& cl : cls) CHECK(value_on(*cl, cluster_lock_key(names[0])).empty());
+}
+
 TEST_SUITE_END();
