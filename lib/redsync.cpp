@@ -72,11 +72,6 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
 
 Semaphore Redsync::new_semaphore(std::string name, int permits, semaphore_options options) {
   detail::check_semaphore_options(name, options);
-  if (engine_->has_cluster_members())
-    throw config_error(fmt::format(
-        "semaphore \"{}\": semaphores do not take cluster members yet (docs/cluster.md); use a Mutex, or "
-        "standalone nodes",
-        name));
   const std::size_t q = detail::checked_semaphore_quorum(engine_->size(), permits, options.quorum);
   // The restart guard's window and the repair delay cover the permits' expiry too.
   engine_->note_expiry(options.expiry);

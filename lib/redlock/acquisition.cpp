@@ -15,9 +15,11 @@
 
 #include "redlock/fast_acquire.hpp"
 #include "redlock/fencing.hpp"
+#include "redlock/group_votes.hpp"
 #include "redlock/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
+#include "redlock/slot_groups.hpp"
 #include "redlock/waiting_line.hpp"
 
 #include <optional>
@@ -84,6 +86,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
     if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
     if (!st_->begin_acquisition(value_)) return finish(errc::already_held);
     line_.emplace(*st_, value_, blocking_);
+    votes_.emplace(*st_);
     max_tries_ = blocking_ ? st_->opts.tries : 1;
     if (st_->names.size() == 1) fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
     attempt();
@@ -105,9 +108,14 @@ class acquisition final : public mutex_operation, public release_listener::waite
     }
     line_->prepare_attempt(until_try_due(now), attempts_ >= max_tries_);
     // Restart guard: the first acquisition of this Redsync waits until every
-    // node's record was looked at; later ones go at once.
+    // node's record was looked at (for each slot of the names on a cluster
+    // member); later ones go at once.
     waiting_for_survey_ = true;
-    eng_.trust(st_->slot).when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
+    auto left = std::make_shared<std::size_t>(st_->slots.size());
+    for (const std::uint16_t slot : st_->slots)
+      eng_.trust(slot).when_surveyed(st_->timeout, [self = self(), left] {
+        if (--*left == 0) self->send_attempt();
+      });
   }
 
   // Redlock steps 1 and 2: note the start time, then SET NX PX (inside the
@@ -118,13 +126,23 @@ class acquisition final : public mutex_operation, public release_listener::waite
     line_->on_attempt_sent();
     attempt_start_ = clock::now();
     in_round_ = true;
+    votes_->clear();
     round_spec spec = mutex_round_without_sender(*st_, classify_acquire);
+    // One call per slot group on a cluster member, whose groups make one
+    // all-or-nothing vote (group_votes.hpp).
     spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, member_slot pool,
                                                            command_callback done) {
       acquisition& a = *self;
       a.line_->on_script_sent(i);
-      send_script(a.eng_.script_mode(), pool, a.st_->route, a.line_->call_for(i), a.st_->timeout,
-                  std::move(done), wanted);
+      send_to_member(
+          pool, a.line_->call_for(i), a.st_->slots,
+          [&a, &wanted](member_slot to, const script_call& form, command_callback d) {
+            send_script(a.eng_.script_mode(), to, a.st_->route, form, a.st_->timeout, std::move(d), wanted);
+          },
+          [self, i](std::vector<command_result>&& groups) {
+            return self->votes_->combine(i, std::move(groups));
+          },
+          std::move(done));
     };
     if (!sent_an_attempt_ && fast_wire_) spec.send = fast_sender(std::move(spec.send));
     sent_an_attempt_ = true;
@@ -134,7 +152,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
                            std::size_t i, const reply& r, std::string_view served_by,
                            const std::vector<node_result>& so_far, std::string& why) {
       self->line_->on_won(i, acquire_answer_in_line(r));
-      return self->eng_.trust(self->st_->slot).exclude_yes(i, r, served_by, expiry, so_far, why);
+      return self->votes_->exclude_yes(i, r, served_by, expiry, so_far, why);
     };
     run_round(eng_, std::move(spec), [self = self()](tally&& t) { self->on_attempt(std::move(t)); });
   }
@@ -213,7 +231,8 @@ class acquisition final : public mutex_operation, public release_listener::waite
       return release_failed_attempt(acquire_failure(last_, eng_.size(), eng_.quorum()));
     // Fencing: the token is the winners' highest counter; unless a quorum
     // already holds it, it is written back first (fencing.hpp).
-    const token_votes votes = count_token_votes(last_, eng_.size());
+    token_votes votes = count_token_votes(last_, eng_.size());
+    votes_->note_floors(last_, votes);
     if (votes.at_token >= eng_.quorum()) return acquired(votes.token);
     in_round_ = true;
     write_back_token(*st_, value_, votes, [self = self(), token = votes.token](bool quorum_holds_token) {
@@ -242,7 +261,8 @@ class acquisition final : public mutex_operation, public release_listener::waite
   // mode (scripts.hpp, rule U): it keeps our place in line, and a name we
   // won as the head goes back to being reserved for us, never to the waiter
   // behind us. Nodes that answered "taken" did not apply our SET and need
-  // nothing. Nodes that said yes (counted or excluded) get an undo we wait
+  // nothing (a cluster member answering per slot group undid its groups
+  // when it answered: group_votes.hpp). Nodes that said yes (counted or excluded) get an undo we wait
   // for (they are responsive, so this costs one round trip). Nodes that
   // timed out, dropped, or were not awaited may still apply the SET later:
   // they get an undo too, in order on the same connection
@@ -331,6 +351,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
   bool transaction_refused_ = false;  // some node answered the transaction with an error
   bool retried_with_script_ = false;
   std::optional<waiting_line> line_;  // from start(): the arrival is taken when our turn comes
+  std::optional<group_votes> votes_;  // from start()
   loop_timer* retry_timer_ = nullptr;
   int max_tries_ = 1;
   bool sent_an_attempt_ = false;  // the transaction is for the first attempt only

@@ -51,7 +51,12 @@
 // those counters, and the token T is the largest vote among the winners. The
 // write-back (fencing.hpp) raises, on a quorum of winners, every rec(m, s)
 // for s in S to at least T (one fence call per slot; for one slot this is
-// today's write-back).
+// today's write-back). In the code (group_votes.hpp, slot_groups.hpp): a
+// member answers per slot group and its yes is the yes of every group, so
+// its counted vote means every rec(m, s), s in S, was incremented and is
+// trusted; a winner needs no write-back only if every one of its groups'
+// counters is already T, else it gets one fence call per group and counts
+// towards the quorum only if every one of them succeeded.
 //
 // Claim: once a token T was granted for a lock over slots S, every later
 // grant of a lock over slots S' that meets S yields a token > T, under

@@ -5,10 +5,6 @@
 #include "redlock/cluster_keys.hpp"
 #include "redlock/scripts.hpp"
 
-#include <redsync/error.hpp>
-
-#include <fmt/format.h>
-
 namespace redsync::detail {
 
 namespace {
@@ -53,28 +49,27 @@ lock_keys::lock_keys(const std::vector<std::string>& n, bool cluster)
       release_keys(concat({&names, &line_keys, &lease_keys})),
       fence_keys{names.front(), record} {}
 
-std::uint16_t names_slot(const std::vector<std::string>& names) {
-  const std::uint16_t slot = cluster_name_slot(names.front());
-  for (const auto& n : names) {
-    if (cluster_name_slot(n) != slot)
-      throw config_error(fmt::format(
-          "lock names \"{}\" and \"{}\" are in different slots of a cluster member: a multi-name lock over "
-          "cluster members needs names that share a hash tag (\"{{orders}}:1\", \"{{orders}}:2\"), "
-          "docs/cluster.md",
-          names.front(), n));
+cluster_layout make_cluster_layout(const std::vector<std::string>& names) {
+  cluster_layout out;
+  for (const auto& g : group_by_slot(names)) {
+    out.slots.push_back(g.slot);
+    out.groups.push_back(std::make_unique<const lock_keys>(g.names, true));
   }
-  return slot;
+  return out;
 }
 
-script_call make_lock_call(const lua_script& s, const lock_keys& plain, const lock_keys* clustered,
-                           lock_keys_of which, const std::vector<std::string_view>& args, bool channels) {
+script_call make_lock_call(const lua_script& s, const lock_keys& plain,
+                           const std::vector<std::unique_ptr<const lock_keys>>& groups, lock_keys_of which,
+                           const std::vector<std::string_view>& args, bool channels) {
   const auto with_channels = [&](const lock_keys& k) {
     std::vector<std::string_view> a = args;
     if (channels) a.insert(a.end(), k.channels.begin(), k.channels.end());
     return a;
   };
   script_call call = make_script_call(s, plain.*which, with_channels(plain));
-  if (clustered) add_cluster_form(call, clustered->*which, with_channels(*clustered));
+  if (groups.size() == 1) add_cluster_form(call, groups[0].get()->*which, with_channels(*groups[0]));
+  if (groups.size() > 1)
+    for (const auto& g : groups) add_cluster_group(call, g.get()->*which, with_channels(*g));
   return call;
 }
 

@@ -4,11 +4,14 @@
 // on one kind of member: a standalone member's (scripts.hpp, unchanged) or
 // a cluster member's (cluster_keys.hpp: every name wrapped in its hash tag,
 // the node record of the names' slot). A set with both kinds encodes each
-// call once per kind (script_call::cluster_evalsha).
+// call once per kind (script_call::cluster_evalsha), and once per slot group
+// for a cluster member when the names span several slots
+// (script_call::cluster_groups).
 
 #include "redlock/script_call.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +20,7 @@ namespace redsync::detail {
 
 struct lock_keys {
   // cluster: the layout of a cluster member, for names that all share one
-  // slot (the caller checks: see names_slot()).
+  // slot (one group of group_by_slot).
   lock_keys(const std::vector<std::string>& names, bool cluster);
   // The views below point into this object: it does not move.
   lock_keys(const lock_keys&) = delete;
@@ -36,17 +39,22 @@ struct lock_keys {
   const std::vector<std::string_view> fence_keys;
 };
 
-// The one slot of `names` on a cluster member; throws config_error when
-// they span several (a multi-name lock over cluster members needs names
-// that share a hash tag until multi-slot locks are built, docs/cluster.md).
-std::uint16_t names_slot(const std::vector<std::string>& names);
+// A lock's keys on a cluster member: one lock_keys per slot group, in
+// ascending slot order (group_by_slot), with the groups' slots.
+struct cluster_layout {
+  std::vector<std::uint16_t> slots;
+  std::vector<std::unique_ptr<const lock_keys>> groups;
+};
+cluster_layout make_cluster_layout(const std::vector<std::string>& names);
 
 using lock_keys_of = const std::vector<std::string_view> lock_keys::*;
 
 // `s` called with `plain`'s keys (picked by `which`) and `args`, then each
-// layout's channels when `channels`; with a cluster form from `clustered`
-// when it is not null.
-script_call make_lock_call(const lua_script& s, const lock_keys& plain, const lock_keys* clustered,
-                           lock_keys_of which, const std::vector<std::string_view>& args, bool channels);
+// layout's channels when `channels`; with a cluster form from `groups`
+// when there is one group, and one per group when there are several (none
+// without cluster members).
+script_call make_lock_call(const lua_script& s, const lock_keys& plain,
+                           const std::vector<std::unique_ptr<const lock_keys>>& groups, lock_keys_of which,
+                           const std::vector<std::string_view>& args, bool channels);
 
 }  // namespace redsync::detail

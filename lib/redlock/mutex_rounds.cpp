@@ -4,20 +4,33 @@
 
 #include "redlock/release_sender.hpp"
 #include "redlock/script_answers.hpp"
+#include "redlock/slot_groups.hpp"
 
 namespace redsync::detail {
 
-round_sender script_sender(const mutex_state& st, const script_call& call, fallback_wanted wanted) {
-  return [mode = st.eng.script_mode(), call, route = st.route, timeout = st.timeout,
-          wanted = std::move(wanted)](std::size_t, member_slot pool, command_callback cb) {
-    send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
+round_sender script_sender(const mutex_state& st, const script_call& call, classify_fn classify,
+                           fallback_wanted wanted) {
+  form_sender send = [mode = st.eng.script_mode(), route = st.route, timeout = st.timeout,
+                      wanted = std::move(wanted)](member_slot pool, const script_call& form,
+                                                  command_callback cb) {
+    send_script(mode, pool, route, form, timeout, std::move(cb), wanted);
+  };
+  return [call, slots = st.slots, send = std::move(send), classify](std::size_t, member_slot pool,
+                                                                    command_callback cb) {
+    send_to_member(pool, call, slots, send, member_answer(classify), std::move(cb));
+  };
+}
+
+group_combiner member_answer(classify_fn classify) {
+  return [classify](std::vector<command_result>&& groups) {
+    return combine_answers(std::move(groups), classify);
   };
 }
 
 round_spec mutex_round(const mutex_state& st, const script_call& call, classify_fn classify,
                        fallback_wanted wanted) {
   round_spec spec = mutex_round_without_sender(st, classify);
-  spec.send = script_sender(st, call, std::move(wanted));
+  spec.send = script_sender(st, call, classify, std::move(wanted));
   return spec;
 }
 
@@ -31,7 +44,13 @@ round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classif
   // One server under two names counts once: its later names are left out,
   // so neither an acquisition nor an extension counts it twice, and the
   // first name's SET is not beaten by its own twin (node_trust.hpp).
-  spec.excluded_why = st.eng.trust(st.slot).later_names();
+  // Per slot on a cluster member; left out for one slot is left out.
+  for (const std::uint16_t slot : st.slots) {
+    auto why = st.eng.trust(slot).later_names();
+    if (spec.excluded_why.empty()) spec.excluded_why.resize(why.size());
+    for (std::size_t i = 0; i < why.size(); ++i)
+      if (spec.excluded_why[i].empty()) spec.excluded_why[i] = std::move(why[i]);
+  }
   if (!spec.excluded_why.empty()) {
     spec.excluded.resize(spec.excluded_why.size());
     for (std::size_t i = 0; i < spec.excluded_why.size(); ++i) {
@@ -51,16 +70,25 @@ round_spec undo_round(mutex_state& st) {
 }
 
 void send_undo_unawaited(mutex_state& st, std::size_t i) {
-  send_script_in_order(st.eng.script_mode(), st.eng.at(i, st.slot), st.route, st.undo(), st.timeout,
-                       [](command_result&&) {});
+  send_to_member(
+      st.eng.at(i, st.slot), st.undo(), st.slots,
+      [&st](member_slot pool, const script_call& form, command_callback done) {
+        send_script_in_order(st.eng.script_mode(), pool, st.route, form, st.timeout, std::move(done));
+      },
+      member_answer(classify_three_way), [](command_result&&) {});
 }
 
 round_sender retried_release_sender(mutex_state& st) {
-  return [e = &st.eng, call = st.release_call, route = st.route, timeout = st.timeout,
-          give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
-          wanted = [s = st.shared_from_this(), gen = st.generation] { return s->generation == gen; }](
-             std::size_t, member_slot pool, command_callback done) {
-    send_release(*e, pool, route, call, timeout, give_up_at, wanted, std::move(done));
+  form_sender send = [e = &st.eng, route = st.route, timeout = st.timeout,
+                      give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
+                      wanted = [s = st.shared_from_this(), gen = st.generation] {
+                        return s->generation == gen;
+                      }](member_slot pool, const script_call& form, command_callback done) {
+    send_release(*e, pool, route, form, timeout, give_up_at, wanted, std::move(done));
+  };
+  return [call = st.release_call, slots = st.slots, send = std::move(send)](std::size_t, member_slot pool,
+                                                                            command_callback done) {
+    send_to_member(pool, call, slots, send, member_answer(classify_three_way), std::move(done));
   };
 }
 

@@ -7,6 +7,7 @@
 
 #include "redlock/mutex_state.hpp"
 #include "redlock/round.hpp"
+#include "redlock/slot_groups.hpp"
 
 #include <redsync/error.hpp>
 
@@ -17,9 +18,16 @@ namespace redsync::detail {
 
 using round_sender = std::function<void(std::size_t i, member_slot pool, command_callback done)>;
 
-// Sends `call` to a node as this mutex does (its route, its timeout); a
-// script fallback only while `wanted` says so (script_call.hpp).
-round_sender script_sender(const mutex_state& st, const script_call& call, fallback_wanted wanted = {});
+// Sends `call` to a node as this mutex does (its route, its timeout, one
+// call per slot group on a cluster member: slot_groups.hpp, the member's
+// answer combined by `classify`); a script fallback only while `wanted`
+// says so (script_call.hpp).
+round_sender script_sender(const mutex_state& st, const script_call& call, classify_fn classify,
+                           fallback_wanted wanted = {});
+
+// A member's answer from its slot groups' answers (slot_groups.hpp's
+// combine_answers with `classify`).
+group_combiner member_answer(classify_fn classify);
 
 // A round of `call` with the mutex's quorum, fail-fast and shuffle options.
 // A round whose script may SET the lock key passes `wanted` (script_call.hpp).

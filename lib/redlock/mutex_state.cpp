@@ -14,9 +14,9 @@ namespace redsync::detail {
 
 namespace {
 
-std::unique_ptr<const lock_keys> cluster_layout(const engine& e, const std::vector<std::string>& names) {
-  if (!e.has_cluster_members()) return nullptr;
-  return std::make_unique<const lock_keys>(names, true);
+cluster_layout layout_on_clusters(const engine& e, const std::vector<std::string>& names) {
+  if (!e.has_cluster_members()) return {};
+  return make_cluster_layout(names);
 }
 
 }  // namespace
@@ -26,8 +26,9 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
       names(std::move(n)),
       name(names.front()),
       plain(names, false),
-      clustered(cluster_layout(e, names)),
-      slot(clustered ? names_slot(names) : std::uint16_t{0}),
+      clustered(layout_on_clusters(e, names)),
+      slots(clustered.slots.empty() ? std::vector<std::uint16_t>{0} : clustered.slots),
+      slot(slots.front()),
       keys(plain.keys),
       opts(std::move(o)),
       route(std::hash<std::string_view>{}(name)),

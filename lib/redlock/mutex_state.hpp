@@ -37,11 +37,15 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   engine& eng;
   const std::vector<std::string> names;  // one, or several (sorted) for a multi-name lock
   const std::string& name;               // names[0]
-  // The lock's keys on a standalone member, and on a cluster member (null
-  // when the set has none). lock_keys.hpp.
+  // The lock's keys on a standalone member, and on a cluster member per
+  // slot group (no groups when the set has no cluster member). lock_keys.hpp.
   const lock_keys plain;
-  const std::unique_ptr<const lock_keys> clustered;
-  // The slot of the names on a cluster member (0 without cluster members).
+  const cluster_layout clustered;
+  // The slots of the names' groups on a cluster member, ascending ({0}
+  // without cluster members); a cluster member gets one call per slot
+  // (slot_groups.hpp). `slot` is the first: the trust a standalone member's
+  // one answer is judged by.
+  const std::vector<std::uint16_t> slots;
   const std::uint16_t slot;
   const std::vector<std::string_view>& keys;  // names, as script KEYS (standalone)
   const mutex_options opts;
@@ -87,7 +91,7 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   // `channels`), in both layouts where the set has cluster members.
   script_call call(const lua_script& s, lock_keys_of which, const std::vector<std::string_view>& args,
                    bool channels) const {
-    return make_lock_call(s, plain, clustered.get(), which, args, channels);
+    return make_lock_call(s, plain, clustered.groups, which, args, channels);
   }
 
   // Makes a value with the configured generator (caller's thread).

@@ -59,7 +59,7 @@ void release_unawaited(const permit_state& p) {
   engine& eng = p.sem->eng;
   if (!eng.can_send() || eng.shutting_down()) return;
   const auto send = permit_release_sender(p);
-  for (std::size_t i = 0; i < eng.size(); ++i) send(i, eng.at(i, 0), [](command_result&&) {});
+  for (std::size_t i = 0; i < eng.size(); ++i) send(i, eng.at(i, p.sem->slot), [](command_result&&) {});
 }
 
 // The release goes out whatever the context says (also when the caller

@@ -158,6 +158,13 @@ void add_cluster_form(script_call& call, const std::vector<std::string_view>& ke
   call.cluster_evalsha = make_script_call(s, keys, args).evalsha;
 }
 
+void add_cluster_group(script_call& call, const std::vector<std::string_view>& keys,
+                       const std::vector<std::string_view>& args) {
+  const lua_script& s = call.script->cluster ? *call.script->cluster : *call.script;
+  call.cluster_script = &s;
+  call.cluster_groups.push_back(make_script_call(s, keys, args).evalsha);
+}
+
 wire_command to_eval(const script_call& call) {
   return with_head(call, "EVAL", call.script->source);
 }

@@ -10,6 +10,7 @@
 #include "transport/member.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,14 +38,22 @@ struct script_call {
   // script's cluster variant (lua_script::cluster, else the script itself);
   // send_script sends it to cluster members.
   wire_command cluster_evalsha;
+  // The script those cluster forms run (the variant, else the script).
   const lua_script* cluster_script = nullptr;
+  // A lock whose names span several slots: instead of cluster_evalsha, the
+  // call per slot group (cluster_keys.hpp's group_by_slot, ascending slot
+  // order), each with the keys of that group's names only (slot_groups.hpp
+  // sends them).
+  std::vector<wire_command> cluster_groups;
 
   explicit operator bool() const noexcept { return static_cast<bool>(evalsha); }
-  // The form for a member of this kind.
+  // The form for a member of this kind (not for a call made per group).
   script_call for_member(bool cluster) const {
     if (!cluster || !cluster_evalsha) return *this;
-    return {cluster_script, cluster_evalsha, {}, nullptr};
+    return {cluster_script, cluster_evalsha, {}, nullptr, {}};
   }
+  // The call for slot group `g` on a cluster member.
+  script_call for_group(std::size_t g) const { return {cluster_script, cluster_groups[g], {}, nullptr, {}}; }
 };
 
 // The EVAL form of `call`: same arguments, the script's source instead of
@@ -60,6 +69,10 @@ script_call make_script_call(const lua_script& s, const std::vector<std::string_
 // script itself) with these KEYS and ARGV.
 void add_cluster_form(script_call& call, const std::vector<std::string_view>& keys,
                       const std::vector<std::string_view>& args);
+
+// Adds to `call` the form for its next slot group on a cluster member.
+void add_cluster_group(script_call& call, const std::vector<std::string_view>& keys,
+                       const std::vector<std::string_view>& args);
 
 // The FCALL form of `call`: same arguments, the script's function name
 // instead of its SHA1.

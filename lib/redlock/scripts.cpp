@@ -76,13 +76,9 @@ local function reserve(i, h, channel, quiet)
     redis.call('DEL', KEYS[i])
   elseif h ~= quiet then
     redis.call(')lua";
-// The publish command of reserve(): PUBLISH on a standalone node, SPUBLISH
-// on a cluster member (a PUBLISH there is broadcast to every node of the
-// cluster; a sharded one stays on the shard of the name's slot, where the
-// waiters subscribe: docs/cluster.md). Only this word differs between the
-// two variants of a script.
-constexpr std::string_view standalone_publish = "PUBLISH";
-constexpr std::string_view cluster_publish = "SPUBLISH";
+// reserve()'s publish command (standalone_publish or cluster_publish,
+// scripts.hpp) goes here: only this word differs between the two variants of
+// a script.
 constexpr std::string_view line_prelude_tail = R"lua(', channel, h)
   end
 end

@@ -134,6 +134,14 @@ const lua_script& record_stamp_script();
 std::string reserved_value(std::string_view head);
 inline constexpr char reserved_value_prefix[] = "\0redsync:next\0";
 
+// The publish command of a wake-up: PUBLISH on a standalone node, SPUBLISH
+// on a cluster member (a PUBLISH there is broadcast to every node of the
+// cluster; a sharded one stays on the shard of the name's slot, where the
+// waiters subscribe: docs/cluster.md). A script that publishes has a
+// cluster variant (lua_script::cluster) that differs only in this word.
+inline constexpr std::string_view standalone_publish = "PUBLISH";
+inline constexpr std::string_view cluster_publish = "SPUBLISH";
+
 // Keys and channel derived from one lock name.
 std::string line_key(std::string_view name);
 std::string lease_key(std::string_view name);

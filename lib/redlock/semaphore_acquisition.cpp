@@ -106,7 +106,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       try_due_ = now + delay;
     }
     waiting_for_survey_ = true;
-    eng_.trust().when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
+    eng_.trust(st_->slot).when_surveyed(st_->timeout, [self = self()] { self->send_attempt(); });
   }
 
   void send_attempt() {
@@ -119,9 +119,9 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     answered_.assign(eng_.size(), false);
     stored_.assign(eng_.size(), 0);
     const std::string slot_text = std::to_string(slot_);
-    const script_call call = make_script_call(
+    const script_call call = st_->call(
         st_->count_only ? semaphore_acquire_count_only_script() : semaphore_acquire_script(),
-        st_->acquire_keys(), {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
+        semaphore_state::keys_of::acquire, {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
     // A fallback (EVAL after NOSCRIPT) sent after the round reported would
     // follow the undo on the connection and grant a permit nobody releases.
     round_spec spec = st_->round(call, classify_semaphore_acquire, [self = self(), round = rounds_reported_] {
@@ -137,7 +137,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     };
     spec.exclude_yes = [self = self()](std::size_t i, const reply& r, std::string_view served_by,
                                        const std::vector<node_result>& so_far, std::string& why) {
-      return self->eng_.trust().exclude_yes(i, r, served_by, self->st_->opts.expiry, so_far, why);
+      return self->eng_.trust(self->st_->slot)
+          .exclude_yes(i, r, served_by, self->st_->opts.expiry, so_far, why);
     };
     attempt_start_ = clock::now();
     in_round_ = true;
@@ -171,8 +172,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (votes.at_token >= q) return acquired(votes.token);
     in_round_ = true;
     const std::string token_text = std::to_string(votes.token);
-    const script_call fence = make_script_call(semaphore_fence_script(), {st_->set_key, record_key},
-                                               {current_->member, token_text});
+    const script_call fence =
+        st_->call(semaphore_fence_script(), semaphore_state::keys_of::fence, {current_->member, token_text});
     write_back_token(eng_, st_->round(fence, classify_fence), q, votes,
                      [self = self(), token = votes.token](bool quorum_holds_token) {
                        self->in_round_ = false;
@@ -221,7 +222,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       // Another waiter of this process already had the subscription: no
       // on_subscribed() comes, and releases during our first attempt went
       // unheard, so we look once more at once (what on_subscribed does).
-      missed = eng_.listener().watch(st_->channel, this) && !looked_after_subscribing_;
+      missed = eng_.listener().watch(st_->channel, this, st_->cluster_channel) && !looked_after_subscribing_;
       if (missed) looked_after_subscribing_ = true;
     }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
@@ -241,8 +242,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (!all && last_.nodes[i].status == node_status::taken) continue;
       if (!eng_.can_send()) return;
-      send_script_in_order(eng_.script_mode(), eng_.at(i, 0), st_->route, current_->undo_call, st_->timeout,
-                           eng_.track_cleanup([](command_result&&) {}));
+      send_script_in_order(eng_.script_mode(), eng_.at(i, st_->slot), st_->route, current_->undo_call,
+                           st_->timeout, eng_.track_cleanup([](command_result&&) {}));
     }
   }
 

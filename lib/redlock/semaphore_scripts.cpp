@@ -3,6 +3,7 @@
 #include "redlock/semaphore_scripts.hpp"
 
 #include "redlock/script_cache.hpp"
+#include "redlock/scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <charconv>
@@ -71,11 +72,14 @@ end
 return {token, stamp[1] or '', age, window, listed}
 )lua";
 
-constexpr std::string_view release_source = R"lua(
+// The release, around its publish command (standalone_publish or
+// cluster_publish, scripts.hpp).
+constexpr std::string_view release_source_head = R"lua(
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 keep_until_last()
 if removed == 1 and ARGV[3] == '1' then
-  redis.call('PUBLISH', ARGV[2], string.match(ARGV[1], '^(%d+):'))
+  redis.call(')lua";
+constexpr std::string_view release_source_tail = R"lua(', ARGV[2], string.match(ARGV[1], '^(%d+):'))
 end
 return removed
 )lua";
@@ -112,6 +116,15 @@ const lua_script& with_prelude() {
   return s;
 }
 
+// The release with `Publish` as its publish command, naming `cluster`.
+template <const std::string_view& Publish>
+const lua_script& release_variant(const lua_script* cluster) {
+  static const std::string source = std::string(prelude) + std::string(release_source_head) +
+                                    std::string(Publish) + std::string(release_source_tail);
+  static const lua_script s{source, sha1_hex(source), cluster};
+  return s;
+}
+
 std::vector<std::uint32_t> parse_slots(std::string_view listed) {
   std::vector<std::uint32_t> out;
   while (!listed.empty()) {
@@ -145,7 +158,9 @@ const lua_script& semaphore_acquire_script() {
   return with_prelude<acquire_source>();
 }
 const lua_script& semaphore_release_script() {
-  return with_prelude<release_source>();
+  // The standalone bytes every release has used (same SHA1), naming the
+  // variant a cluster member runs.
+  return release_variant<standalone_publish>(&release_variant<cluster_publish>(nullptr));
 }
 const lua_script& semaphore_acquire_count_only_script() {
   // The production source with the slot test taken out, so that everything

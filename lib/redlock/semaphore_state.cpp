@@ -2,6 +2,7 @@
 
 #include "redlock/semaphore_state.hpp"
 
+#include "redlock/cluster_keys.hpp"
 #include "redlock/permit_operations.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts.hpp"
@@ -19,17 +20,33 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       set_key(semaphore_set_key(name)),
       permits_key(semaphore_permits_key(name)),
       channel(semaphore_channel(name)),
+      clustered(e.has_cluster_members()),
+      slot(clustered ? cluster_name_slot(name) : std::uint16_t{0}),
+      cluster_set_key(clustered ? "redsync:sem:" + cluster_lock_key(name) : std::string()),
+      cluster_permits_key(clustered ? cluster_set_key + ":permits" : std::string()),
+      cluster_channel(clustered ? semaphore_channel(cluster_lock_key(name)) : std::string()),
+      cluster_record(clustered ? cluster_record_key(slot) : std::string()),
       route(std::hash<std::string_view>{}(set_key)),
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
       expiry_ms(std::to_string(opts.expiry.count())) {}
 
-std::vector<std::string_view> semaphore_state::acquire_keys() const {
-  return {set_key, permits_key, record_key};
-}
-
-std::vector<std::string_view> semaphore_state::holder_keys() const {
-  return {set_key, permits_key};
+script_call semaphore_state::call(const lua_script& s, keys_of which, std::vector<std::string_view> args,
+                                  std::size_t channel_arg) const {
+  const auto keys = [which](std::string_view set, std::string_view permits,
+                            std::string_view record) -> std::vector<std::string_view> {
+    switch (which) {
+      case keys_of::acquire: return {set, permits, record};
+      case keys_of::holder: return {set, permits};
+      case keys_of::fence: break;
+    }
+    return {set, record};
+  };
+  script_call c = make_script_call(s, keys(set_key, permits_key, record_key), args);
+  if (!clustered) return c;
+  if (channel_arg < args.size()) args[channel_arg] = cluster_channel;
+  add_cluster_form(c, keys(cluster_set_key, cluster_permits_key, cluster_record), args);
+  return c;
 }
 
 round_spec semaphore_state::round(const script_call& call, classify_fn classify,
@@ -40,9 +57,10 @@ round_spec semaphore_state::round(const script_call& call, classify_fn classify,
     send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
   };
   spec.classify = classify;
+  spec.slot = slot;
   spec.quorum = quorum;
   // One server under two names counts once (node_trust.hpp).
-  spec.excluded_why = eng.trust().later_names();
+  spec.excluded_why = eng.trust(slot).later_names();
   if (!spec.excluded_why.empty()) {
     spec.excluded.resize(spec.excluded_why.size());
     for (std::size_t i = 0; i < spec.excluded_why.size(); ++i)
@@ -57,12 +75,12 @@ permit_state::permit_state(std::shared_ptr<semaphore_state> s, std::string permi
       id(std::move(permit_id)),
       slot(permit_slot),
       member(permit_member(slot, id)),
-      release_call(
-          make_script_call(semaphore_release_script(), sem->holder_keys(), {member, sem->channel, "1"})),
-      undo_call(
-          make_script_call(semaphore_release_script(), sem->holder_keys(), {member, sem->channel, "0"})),
-      extend_call(make_script_call(semaphore_extend_script(), sem->holder_keys(), {member, sem->expiry_ms})) {
-}
+      release_call(sem->call(semaphore_release_script(), semaphore_state::keys_of::holder,
+                             {member, sem->channel, "1"}, 1)),
+      undo_call(sem->call(semaphore_release_script(), semaphore_state::keys_of::holder,
+                          {member, sem->channel, "0"}, 1)),
+      extend_call(
+          sem->call(semaphore_extend_script(), semaphore_state::keys_of::holder, {member, sem->expiry_ms})) {}
 
 void permit_state::mark_granted(clock::time_point attempt_start, clock::time_point valid_until) {
   {

@@ -37,6 +37,16 @@ struct semaphore_state {
   const std::string set_key;
   const std::string permits_key;
   const std::string channel;
+  // On a cluster member (docs/cluster.md) the keys carry the name's hash
+  // tag as a Mutex's do ("redsync:sem:" + cluster_lock_key(name), ...), and
+  // the node record is the one of the name's slot. Without cluster members
+  // `clustered` is false and `slot` 0; standalone keys are unchanged.
+  const bool clustered;
+  const std::uint16_t slot;
+  const std::string cluster_set_key;
+  const std::string cluster_permits_key;
+  const std::string cluster_channel;
+  const std::string cluster_record;
   const std::uint64_t route;                // picks the connection on each node
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms
@@ -46,9 +56,15 @@ struct semaphore_state {
   // shared, never changed after; false for every Semaphore of the API.
   bool count_only = false;
 
-  // Script KEYS, views into the keys above.
-  std::vector<std::string_view> acquire_keys() const;
-  std::vector<std::string_view> holder_keys() const;
+  // Script KEYS, views into the keys above: acquire = set, permits,
+  // record; holder = set, permits; fence = set, record.
+  enum class keys_of { acquire, holder, fence };
+  // `s` with these KEYS and `args`, plus its cluster form when the set has
+  // cluster members (the cluster keys; the argument at `channel_arg`, if
+  // any, becomes the cluster channel).
+  script_call call(const lua_script& s, keys_of which, std::vector<std::string_view> args,
+                   std::size_t channel_arg = no_channel) const;
+  static constexpr std::size_t no_channel = ~std::size_t{0};
   // A round of `call` to every node on this semaphore's route and quorum,
   // leaving out the later names of one server (node_trust::later_names).
   // A script that may grant a permit passes `wanted` (script_call.hpp).

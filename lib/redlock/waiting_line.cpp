@@ -3,6 +3,11 @@
 
 #include "redlock/waiting_line.hpp"
 
+#include "redlock/cluster_keys.hpp"
+#include "redlock/mutex_rounds.hpp"
+#include "redlock/script_answers.hpp"
+#include "redlock/slot_groups.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -134,7 +139,9 @@ bool waiting_line::listen(release_listener::waiter* w) {
   if (!waits_ || listening_ || st_.eng.shutting_down()) return false;
   bool missed = false;
   for (std::size_t k = 0; k < st_.channels.size(); ++k) {
-    const std::string& cluster_channel = st_.clustered ? st_.clustered->channels[k] : std::string();
+    // The name's channel on a cluster member (lock_keys' cluster layout).
+    const std::string cluster_channel =
+        st_.clustered.groups.empty() ? std::string() : release_channel(cluster_lock_key(st_.names[k]));
     missed = st_.eng.listener().watch(st_.channels[k], w, cluster_channel) || missed;
   }
   listening_ = true;
@@ -165,9 +172,12 @@ void waiting_line::leave() {
       call = std::make_shared<script_call>(
           st_.call(leave_script(), &lock_keys::release_keys, {value_, "0"}, true));
     }
-    send_script(
-        st_.eng.script_mode(), st_.eng.at(i, st_.slot), st_.route, *call, st_.timeout,
-        [call](command_result&&) {}, wanted);
+    send_to_member(
+        st_.eng.at(i, st_.slot), *call, st_.slots,
+        [this, &wanted](member_slot pool, const script_call& form, command_callback done) {
+          send_script(st_.eng.script_mode(), pool, st_.route, form, st_.timeout, std::move(done), wanted);
+        },
+        member_answer(classify_three_way), [call](command_result&&) {});
   }
 }
 

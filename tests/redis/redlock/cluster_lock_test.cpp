@@ -124,16 +124,6 @@ TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its
   CHECK(value_on(cl, cluster_lock_key(name)).empty());
 }
 
-TEST_CASE("cluster members: a multi-name lock needs one slot, a semaphore is refused, both saying why") {
-  redis_cluster cl(cluster_config{.masters = 3});
-  redsync::Redsync rs({cl.uri()}, fresh_nodes());
-  CHECK_THROWS_WITH_AS(rs.new_multi_mutex(std::vector<std::string>{"a", "b"}),
-                       doctest::Contains("different slots of a cluster member"), redsync::config_error);
-  CHECK_NOTHROW(rs.new_multi_mutex(std::vector<std::string>{"{o}:1", "{o}:2"}));
-  CHECK_THROWS_WITH_AS(rs.new_semaphore("s", 2), doctest::Contains("semaphores do not take cluster members"),
-                       redsync::config_error);
-}
-
 TEST_CASE(
     "a lock held across a slot migration is released: TRYAGAIN is no answer, retried until the move ends") {
   auto cls = clusters(3);

@@ -72,28 +72,59 @@ TEST_CASE("a lock's keys on a standalone member are today's, on a cluster member
   for (const auto& c : cluster.channels) CHECK(key_slot(c) == slot);
 }
 
-TEST_CASE("a multi-name lock over cluster members needs one slot") {
-  CHECK(names_slot({"{o}:1", "{o}:2"}) == cluster_name_slot("o"));
-  const lock_keys both({"{o}:1", "{o}:2"}, true);
-  CHECK(both.acquire_keys == std::vector<std::string_view>{
-                                 "{o}:1", "{o}:2", cluster_record_key(key_slot("o")), "{o}:1:redsync-line",
-                                 "{o}:2:redsync-line", "{o}:1:redsync-leases", "{o}:2:redsync-leases"});
-  CHECK_THROWS_WITH_AS(
-      names_slot({"a", "b"}),
-      doctest::Contains("lock names \"a\" and \"b\" are in different slots of a cluster member"),
-      redsync::config_error);
+TEST_CASE("a multi-name lock over cluster members has one key group per slot, in slot order") {
+  const cluster_layout one = make_cluster_layout({"{o}:1", "{o}:2"});
+  REQUIRE(one.groups.size() == 1);
+  CHECK(one.slots == std::vector<std::uint16_t>{cluster_name_slot("o")});
+  CHECK(one.groups[0]->acquire_keys ==
+        std::vector<std::string_view>{"{o}:1", "{o}:2", cluster_record_key(key_slot("o")),
+                                      "{o}:1:redsync-line", "{o}:2:redsync-line", "{o}:1:redsync-leases",
+                                      "{o}:2:redsync-leases"});
+  // "a" and "c" share no slot with "b"; the groups follow the slots.
+  const std::vector<std::string> names{"a", "b", "{a}:2"};
+  const cluster_layout split = make_cluster_layout(names);
+  REQUIRE(split.groups.size() == 2);
+  CHECK(split.slots[0] < split.slots[1]);
+  for (std::size_t g = 0; g < 2; ++g) {
+    CHECK(split.groups[g]->record == cluster_record_key(split.slots[g]));
+    for (const auto key : split.groups[g]->acquire_keys) CHECK(key_slot(key) == split.slots[g]);
+  }
+  const std::size_t a = cluster_name_slot("a") < cluster_name_slot("b") ? 0 : 1;
+  CHECK(split.groups[a]->names == std::vector<std::string>{"{a}", "{a}:2"});
+  CHECK(split.groups[1 - a]->names == std::vector<std::string>{"{b}"});
+}
+
+TEST_CASE("a call over names in several slots has one cluster form per group and today's standalone bytes") {
+  const std::vector<std::string> names{"a", "b"};
+  const lock_keys plain(names, false);
+  const cluster_layout split = make_cluster_layout(names);
+  const std::vector<std::unique_ptr<const lock_keys>> none;
+  const script_call only =
+      make_lock_call(release_script(), plain, none, &lock_keys::release_keys, {"v", "0"}, true);
+  const script_call per_group =
+      make_lock_call(release_script(), plain, split.groups, &lock_keys::release_keys, {"v", "0"}, true);
+  CHECK(*per_group.evalsha == *only.evalsha);
+  CHECK_FALSE(per_group.cluster_evalsha);
+  REQUIRE(per_group.cluster_groups.size() == 2);
+  for (std::size_t g = 0; g < 2; ++g) {
+    const std::string& c = *per_group.for_group(g).evalsha;
+    const std::string& mine = split.groups[g]->names.front();
+    const std::string& other = split.groups[1 - g]->names.front();
+    CHECK(c.find(mine + ":redsync-line") != std::string::npos);
+    CHECK(c.find(other) == std::string::npos);
+  }
 }
 
 TEST_CASE("a call is encoded once per kind of member") {
   const std::vector<std::string> names{"orders"};
   const lock_keys plain(names, false);
-  const lock_keys cluster(names, true);
+  const cluster_layout cluster = make_cluster_layout(names);
   const script_call only =
-      make_lock_call(release_script(), plain, nullptr, &lock_keys::release_keys, {"v", "0"}, true);
+      make_lock_call(release_script(), plain, {}, &lock_keys::release_keys, {"v", "0"}, true);
   CHECK_FALSE(only.cluster_evalsha);
   CHECK(only.for_member(true).evalsha == only.evalsha);
   const script_call both =
-      make_lock_call(release_script(), plain, &cluster, &lock_keys::release_keys, {"v", "0"}, true);
+      make_lock_call(release_script(), plain, cluster.groups, &lock_keys::release_keys, {"v", "0"}, true);
   CHECK(*both.evalsha == *only.evalsha);  // standalone members get exactly today's bytes
   REQUIRE(both.cluster_evalsha);
   const std::string& c = *both.for_member(true).evalsha;
