@@ -13,7 +13,6 @@ namespace {
 // How often a dropped subscriber connection is re-established (and its
 // subscriptions renewed) while anybody waits.
 constexpr std::chrono::milliseconds maintenance_interval{500};
-constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
 
 }  // namespace
 

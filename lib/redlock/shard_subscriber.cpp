@@ -13,7 +13,6 @@ namespace redsync::detail {
 
 namespace {
 
-constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
 constexpr std::chrono::microseconds map_timeout{2'000'000};
 
 std::string address_of(const std::string& host, int port) {

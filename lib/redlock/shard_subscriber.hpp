@@ -30,6 +30,10 @@
 
 namespace redsync::detail {
 
+// How long a (S)SUBSCRIBE or (S)UNSUBSCRIBE may take before the connection
+// counts as broken (release_listener and shard_subscriber alike).
+inline constexpr std::chrono::microseconds subscribe_timeout{2'000'000};
+
 class shard_subscriber {
  public:
   struct events {
