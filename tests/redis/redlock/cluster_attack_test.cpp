@@ -165,9 +165,8 @@ TEST_CASE(
 // to it opens and a command to it waits for its whole timeout. When its
 // replica took over, the member must find the new master: its map read
 // must not spend the command's whole time on the silent master.
-TEST_CASE(
-    "a paused master whose replica took over: the member finds the promoted replica and votes again" *
-    doctest::timeout(120)) {
+TEST_CASE("a paused master whose replica took over: the member finds the promoted replica and votes again" *
+          doctest::timeout(120)) {
   redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
   const std::string name = unique_name("attack-paused-refresh");
   redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
@@ -185,8 +184,8 @@ TEST_CASE(
   // connection (stall_close: 10 s at least).
   const auto start = std::chrono::steady_clock::now();
   CHECK(all_vote(ma));
-  MESSAGE("votes again after ", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-          " s");
+  MESSAGE("votes again after ",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
   cl[0].resume();
 }
 
@@ -247,7 +246,11 @@ TEST_CASE("a release answered CLUSTERDOWN is retried and lands once the cluster 
   REQUIRE_MESSAGE(r.ok(), r.describe());
   redis_client owner(cl[m]);
   cl[other].kill();
-  REQUIRE(wait_until([&] { return owner.command({"CLUSTER", "INFO"}).str.find("cluster_state:fail") != std::string::npos; }, 20s));
+  REQUIRE(wait_until(
+      [&] {
+        return owner.command({"CLUSTER", "INFO"}).str.find("cluster_state:fail") != std::string::npos;
+      },
+      20s));
   auto u = mx.unlock(redsync::context::timeout(10s));
   CHECK_FALSE(u.ok());
   REQUIRE(u.nodes.size() == 1);
@@ -265,12 +268,11 @@ TEST_CASE("a release answered CLUSTERDOWN is retried and lands once the cluster 
 // handshake said "replica": the member never votes for those slots again
 // (until the connection drops). Same root cause and fix as the failback
 // test above: judge the identity the server has when it votes.
-TEST_CASE(
-    "a replica given as the first seed and promoted later votes for its slots once repaired" *
-    doctest::may_fail()) {
+TEST_CASE("a replica given as the first seed and promoted later votes for its slots once repaired" *
+          doctest::may_fail()) {
   redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
-  const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(cl[1].port()) + ",127.0.0.1:" +
-                          std::to_string(cl[0].port());
+  const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(cl[1].port()) +
+                          ",127.0.0.1:" + std::to_string(cl[0].port());
   redsync::Redsync a(std::vector<std::string>{uri}, short_guard());
   const std::string name = unique_name("attack-replica-seed");
   auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
@@ -297,7 +299,9 @@ TEST_CASE(
 TEST_CASE("one cluster listed as two members (different seeds) does not make a quorum alone") {
   redis_cluster cl(cluster_config{.masters = 3});
   redsync::test::cluster standalone(1);
-  const auto seed = [&](std::size_t i) { return "redis+cluster://127.0.0.1:" + std::to_string(cl[i].port()); };
+  const auto seed = [&](std::size_t i) {
+    return "redis+cluster://127.0.0.1:" + std::to_string(cl[i].port());
+  };
   redsync::Redsync rs(std::vector<std::string>{seed(0), seed(1), standalone[0].uri()}, short_guard());
   const std::string name = unique_name("attack-twice");
   auto m = rs.new_mutex(name, {.expiry = 2s, .tries = 1});
