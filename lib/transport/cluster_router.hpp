@@ -44,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,9 @@ class cluster_router {
   bool have_map_ = false;
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
+  // Nodes (host:port) whose last command or map read got no answer: a
+  // refresh asks them last.
+  std::set<std::string> suspects_;
   bool refreshing_ = false;
   std::vector<std::function<void(const std::string&)>> refresh_waiters_;
   bool closing_ = false;
