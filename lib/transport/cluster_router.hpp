@@ -7,7 +7,8 @@
 //
 // Discovery. The map is read with CLUSTER SHARDS (CLUSTER SLOTS where the
 // server does not know SHARDS) from the first node that answers, the known
-// masters first, then the seeds. It is read on first use, after every
+// masters first, then the seeds, each once; nodes whose last command or
+// read got no answer are asked last. It is read on first use, after every
 // MOVED, and after a master did not answer (a failover may have replaced
 // it); reads running at once are one read.
 //

@@ -152,7 +152,12 @@ TEST_CASE(
   REQUIRE(ma.held());
   auto rb = mb.try_lock(redsync::context::timeout(10s));
   CHECK_MESSAGE(!rb.ok(), "B got the name A holds: ", rb.describe());
-  if (rb.ok()) (void)mb.unlock(redsync::context::timeout(5s));
+  if (rb.ok()) {
+    // And its fencing token does not even exceed A's: the counter came from
+    // R, which lost A's increment with A's key.
+    CHECK(mb.token().value > ma.token().value);
+    (void)mb.unlock(redsync::context::timeout(5s));
+  }
   // A fresh client is kept out (its handshake reads M's new identity).
   redsync::Redsync c(std::vector<std::string>{cl.uri()}, short_guard());
   auto mc = c.new_mutex(name, {.expiry = 2s, .tries = 1});
