@@ -173,6 +173,17 @@ void cluster_router::send_to(std::shared_ptr<pending> p, node_pool& pool, bool a
     cmd = std::move(both);
     ++replies;
   }
+  if (info_listener_) {
+    // The identity of the master that runs this call is read with it: INFO
+    // on the same connection, right before it, so a role change since the
+    // connection's handshake (a master demoted, resynchronised from another
+    // server and promoted back; a replica promoted) is seen by the vote it
+    // affects (docs/cluster.md, cluster_attack_test.cpp).
+    static const wire_command info = encode_command({"INFO"});
+    pool.send(p->route, info, left, [this, address = pool.address()](command_result&& r) {
+      if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
+    });
+  }
   node_pool* target = &pool;
   pool.send(
       p->route, std::move(cmd), left,

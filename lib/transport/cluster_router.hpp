@@ -77,8 +77,10 @@ class cluster_router {
   // calls `done` synchronously.
   void refresh(std::chrono::microseconds timeout, std::function<void(const std::string& error)> done);
 
-  // Each master's handshake INFO (node_pool::on_server_info) with its
-  // host:port, the address results name in command_result::served_by: the
+  // Each master's handshake INFO (node_pool::on_server_info), and its INFO
+  // read right before every call on the same connection (a role change
+  // does not close connections), with its host:port, the address results
+  // name in command_result::served_by: the
   // identity of the master that ran a call is the INFO of the connection
   // that answered it, never the map's idea of the slot's owner (right after
   // a failover the map may still name the demoted master).
