@@ -399,4 +399,39 @@ TEST_CASE("a failover that loses a slot's counter increment on one member: the n
   CHECK(all);
 }
 
+// A slot moved to another master while a name of it is held: clients whose
+// maps still name the old master follow MOVED; the holder extends there,
+// and another client is kept out (the key moved with the slot, and the
+// moved record names the old master, so the new one does not vote for a
+// guard window anyway).
+TEST_CASE(
+    "a slot moved while a name of it is held: the holder extends through MOVED, another client is kept out") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  const std::string name = unique_name("attack-moved");
+  const std::uint16_t slot = cluster_name_slot(name);
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 4s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  redsync::Redsync b(std::vector<std::string>{cl.uri()}, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(mb));
+  auto ra = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  const std::size_t from = cl.owner(slot);
+  const std::size_t to = (from + 1) % 3;
+  cl.begin_migration(slot, from, to);
+  cl.migrate_keys(slot, from, to);
+  cl.finish_migration(slot, to);
+  REQUIRE(cl.wait_ok(20s));
+  auto e = ma.extend(redsync::context::timeout(10s));
+  CHECK_MESSAGE(e.ok(), e.describe());
+  auto rb = mb.try_lock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(!rb.ok(), "B got the name A holds: ", rb.describe());
+  if (rb.ok()) (void)mb.unlock(redsync::context::timeout(5s));
+  auto u = ma.unlock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(u.ok(), u.describe());
+  redis_client owner(cl[to]);
+  CHECK_FALSE(owner.get(cluster_lock_key(name)).has_value());
+}
+
 TEST_SUITE_END();
