@@ -434,4 +434,30 @@ TEST_CASE(
   CHECK_FALSE(owner.get(cluster_lock_key(name)).has_value());
 }
 
+// A master of a cluster member also listed as a standalone member: it must
+// not add a second vote of that server (in the standalone layout its keys
+// span slots, which a cluster node refuses; and one server never votes
+// twice anyway).
+TEST_CASE("a cluster member's master also listed as a standalone member does not make a quorum with it") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::test::cluster standalone(1);
+  const std::string name = unique_name("attack-listed-twice");
+  const std::size_t m = cl.owner(cluster_name_slot(name));
+  redsync::Redsync rs(std::vector<std::string>{cl.uri(), cl[m].uri(), standalone[0].uri()}, short_guard());
+  auto mx = rs.new_mutex(name, {.expiry = 2s, .tries = 1});
+  // Node 2 is named as the cluster's master and never votes. (Its looks
+  // fail, keyed in the standalone layout across slots, so a brand-new set
+  // that needs every node once never gets started either: fail closed.)
+  auto first = mx.lock(redsync::context::timeout(20s));
+  REQUIRE(first.nodes.size() == 3);
+  CHECK(first.nodes[1].status != redsync::node_status::ok);
+  if (first.ok()) (void)mx.unlock(redsync::context::timeout(5s));
+  standalone[0].kill();
+  for (int i = 0; i < 3; ++i) {
+    auto r = mx.lock(redsync::context::timeout(10s));
+    CHECK_MESSAGE(!r.ok(), "one server voted twice: ", r.describe());
+    if (r.ok()) (void)mx.unlock(redsync::context::timeout(5s));
+  }
+}
+
 TEST_SUITE_END();
