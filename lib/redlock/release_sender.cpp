@@ -62,9 +62,12 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
  private:
   void on_result(command_result&& r) {
     // TRYAGAIN (a cluster member's slot is migrating and the keys are
-    // split): the release did not run; try again as for no answer.
-    const bool replied =
-        r.status == transport_status::ok && !(r.value.is_error() && r.value.str.starts_with("TRYAGAIN"));
+    // split) and CLUSTERDOWN (the cluster lost a slot's master, or the
+    // router found none for the slot): the release did not run; try again
+    // as for no answer.
+    const bool not_run =
+        r.value.is_error() && (r.value.str.starts_with("TRYAGAIN") || r.value.str.starts_with("CLUSTERDOWN"));
+    const bool replied = r.status == transport_status::ok && !not_run;
     if (first_) {
       auto first = std::move(first_);
       first_ = nullptr;

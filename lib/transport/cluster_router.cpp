@@ -173,6 +173,17 @@ void cluster_router::send_to(std::shared_ptr<pending> p, node_pool& pool, bool a
     cmd = std::move(both);
     ++replies;
   }
+  if (info_listener_) {
+    // The identity of the master that runs this call is read with it: INFO
+    // on the same connection, right before it, so a role change since the
+    // connection's handshake (a master demoted, resynchronised from another
+    // server and promoted back; a replica promoted) is seen by the vote it
+    // affects (docs/cluster.md, cluster_attack_test.cpp).
+    static const wire_command info = encode_command({"INFO"});
+    pool.send(p->route, info, left, [this, address = pool.address()](command_result&& r) {
+      if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
+    });
+  }
   node_pool* target = &pool;
   pool.send(
       p->route, std::move(cmd), left,
@@ -201,8 +212,12 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
       return;
     }
   }
-  if (r.status == transport_status::timeout || r.status == transport_status::unreachable)
+  if (r.status == transport_status::timeout || r.status == transport_status::unreachable) {
+    suspects_.insert(pool.address());
     refresh_in_background();
+  } else if (r.status == transport_status::ok) {
+    suspects_.erase(pool.address());
+  }
   r.served_by = pool.address();
   p->finish(std::move(r));
 }
@@ -212,9 +227,22 @@ void cluster_router::refresh(std::chrono::microseconds timeout,
   refresh_waiters_.push_back(std::move(done));
   if (refreshing_) return;
   refreshing_ = true;
+  // The known masters, then the seeds, each once; a node that did not
+  // answer last time goes last: a paused master still takes connections
+  // and answers nothing, and asked first it would take the whole read's
+  // time, every time, so the promoted replica would never be found.
   sources_.clear();
-  for (const cluster_master& m : map_.masters) sources_.emplace_back(m.host, m.port);
-  for (const node_options& s : seeds_) sources_.emplace_back(s.host, s.port);
+  std::vector<std::pair<std::string, int>> silent;
+  const auto add = [&](const std::string& host, int port) {
+    const std::pair<std::string, int> node{host, port};
+    if (std::find(sources_.begin(), sources_.end(), node) != sources_.end() ||
+        std::find(silent.begin(), silent.end(), node) != silent.end())
+      return;
+    (suspects_.contains(pool_at(host, port).address()) ? silent : sources_).push_back(node);
+  };
+  for (const cluster_master& m : map_.masters) add(m.host, m.port);
+  for (const node_options& s : seeds_) add(s.host, s.port);
+  sources_.insert(sources_.end(), silent.begin(), silent.end());
   read_map_from(0, clock::now() + timeout, {});
 }
 
@@ -253,10 +281,12 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
                   std::string error;
                   std::optional<slot_map> m;
                   if (r.status == transport_status::ok) {
+                    suspects_.erase(pool.address());
                     const bool tls = seeds_.front().tls.enabled;
                     m = shards ? parse_cluster_shards(r.value, host, tls, error)
                                : parse_cluster_slots(r.value, host, error);
                   } else {
+                    suspects_.insert(pool.address());
                     error = describe(r);
                   }
                   if (m) {

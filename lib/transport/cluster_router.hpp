@@ -7,7 +7,8 @@
 //
 // Discovery. The map is read with CLUSTER SHARDS (CLUSTER SLOTS where the
 // server does not know SHARDS) from the first node that answers, the known
-// masters first, then the seeds. It is read on first use, after every
+// masters first, then the seeds, each once; nodes whose last command or
+// read got no answer are asked last. It is read on first use, after every
 // MOVED, and after a master did not answer (a failover may have replaced
 // it); reads running at once are one read.
 //
@@ -44,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,8 +77,10 @@ class cluster_router {
   // calls `done` synchronously.
   void refresh(std::chrono::microseconds timeout, std::function<void(const std::string& error)> done);
 
-  // Each master's handshake INFO (node_pool::on_server_info) with its
-  // host:port, the address results name in command_result::served_by: the
+  // Each master's handshake INFO (node_pool::on_server_info), and its INFO
+  // read right before every call on the same connection (a role change
+  // does not close connections), with its host:port, the address results
+  // name in command_result::served_by: the
   // identity of the master that ran a call is the INFO of the connection
   // that answered it, never the map's idea of the slot's owner (right after
   // a failover the map may still name the demoted master).
@@ -125,6 +129,9 @@ class cluster_router {
   bool have_map_ = false;
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
+  // Nodes (host:port) whose last command or map read got no answer: a
+  // refresh asks them last.
+  std::set<std::string> suspects_;
   bool refreshing_ = false;
   std::vector<std::function<void(const std::string&)>> refresh_waiters_;
   bool closing_ = false;

@@ -1,0 +1,463 @@
+// Attacks on a Redlock set whose members are whole Redis Clusters
+// (docs/cluster.md), against real clusters: failovers that lose a lock key,
+// a paused master that comes back, redirections, migrations, and odd
+// cluster URIs. A test marked may_fail pins a suspected hole (with the
+// fix it needs); the others pin a guarantee.
+#include "fresh_nodes.hpp"
+#include "names.hpp"
+#include "redis_client.hpp"
+#include "redis_cluster.hpp"
+#include "redis_server.hpp"
+#include "wait.hpp"
+
+#include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redlock/cluster_keys.hpp"
+#include "util/cluster_slot.hpp"
+
+using namespace std::chrono_literals;
+using redsync::detail::cluster_lock_key;
+using redsync::detail::cluster_name_slot;
+using redsync::test::cluster_config;
+using redsync::test::fresh_nodes;
+using redsync::test::redis_client;
+using redsync::test::redis_cluster;
+using redsync::test::unique_name;
+using redsync::test::wait_until;
+
+namespace {
+
+// Options with a short guard window, so a member votes again soon after a
+// brand-new cluster's first look.
+redsync::redsync_options short_guard() {
+  redsync::redsync_options opts;
+  opts.restart_guard = true;
+  opts.restart_guard_window = 1500ms;
+  return opts;
+}
+
+// Locks and unlocks `m` until every member's vote counted (brand-new
+// members vote once their guard window passed): the slot is then verified
+// for this client, with the masters it sees now.
+bool all_vote(redsync::Mutex& m, std::chrono::milliseconds bound = 30s) {
+  return wait_until(
+      [&] {
+        auto r = m.lock(redsync::context::timeout(20s));
+        if (!r.ok()) return false;
+        bool all = true;
+        for (const auto& n : r.nodes) all = all && n.status == redsync::node_status::ok;
+        (void)m.unlock(redsync::context::timeout(5s));
+        return all;
+      },
+      bound);
+}
+
+// Node `i` of `cl` is a master (or a replica, `role` "slave") with its
+// replication link up, and every other running node agrees on who serves
+// `slot`.
+bool settled(redis_cluster& cl, std::size_t i, const std::string& role, std::uint16_t slot,
+             std::size_t owner) {
+  redis_client c(cl[i]);
+  if (c.info_field("replication", "role") != role) return false;
+  if (role == "slave" && c.info_field("replication", "master_link_status") != "up") return false;
+  for (std::size_t k = 0; k < cl.size(); ++k) {
+    if (!cl[k].running() || cl[k].paused()) continue;
+    if (cl.owner(slot, k) != owner) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("cluster");
+
+// Was a hole (two holders, and a token that did not increase): a cluster
+// master's identity (run_id, master_replid) was read once, from the
+// handshake INFO of the client's connection, and a role change does not
+// close normal client connections. Here the old master M is demoted, fully
+// resynchronised from the promoted replica R (which never got A's lock key
+// and whose record still names M's old identity, unrepaired), then promoted
+// back: its data was replaced and its master_replid changed, but a client
+// that kept its connection still held M's handshake identity, which
+// matched the record, so the slot counted as verified with no guard window
+// and B got the name A holds. Now the router reads INFO right before every
+// call on the same connection (cluster_router::send_to).
+TEST_CASE(
+    "a master demoted, resynchronised from a replica that lost a lock key, and promoted back does not vote "
+    "for a client whose connection saw it before") {
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  const std::string name = unique_name("attack-failback");
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t m = cl.owner(slot);
+  const std::size_t r = m + 3;
+
+  // B verifies the slot on M first, with expiry 2 s (the record's window).
+  redsync::Redsync b(std::vector<std::string>{cl.uri()}, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(mb));
+  // A's expiry (10 s) is its guard window: it votes once the record is that
+  // old. The record then says 10 s, which B's guard takes too.
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 10s, .tries = 1});
+  REQUIRE(all_vote(ma));
+
+  // A's lock key reaches M but never R: R is paused, and M's replication
+  // stream to it is held up behind 48 MB that fill the socket buffers, so
+  // A's write is still in M's output buffer when M is paused too.
+  cl[r].pause();
+  {
+    redis_client master(cl[m]);
+    const std::string junk(8 << 20, 'x');
+    for (int k = 0; k < 6; ++k)
+      REQUIRE(master.command({"SET", "{" + name + "}:junk" + std::to_string(k), junk}).str == "OK");
+  }
+  auto ra = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  // M goes silent, R takes the slot over without it.
+  cl[m].pause();
+  cl[r].resume();
+  {
+    redis_client promoted(cl[r]);
+    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  REQUIRE(wait_until([&] { return settled(cl, r, "master", slot, r); }, 20s));
+  // M comes back as R's replica (a full resynchronisation: A's key is gone),
+  // then is promoted back.
+  cl[m].resume();
+  REQUIRE(wait_until([&] { return settled(cl, m, "slave", slot, r); }, 20s));
+  {
+    redis_client back(cl[m]);
+    CHECK(back.command({"READONLY"}).str == "OK");
+    CHECK_FALSE(back.get(cluster_lock_key(name)).has_value());  // the key A holds is lost
+    REQUIRE(back.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  }
+  const bool back_as_master = wait_until([&] { return settled(cl, m, "master", slot, m); }, 20s);
+  REQUIRE_MESSAGE(back_as_master, "role ", redis_client(cl[m]).info_field("replication", "role"));
+
+  // A still holds the name (10 s); B must be kept out.
+  REQUIRE(ma.held());
+  auto rb = mb.try_lock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(!rb.ok(), "B got the name A holds: ", rb.describe());
+  if (rb.ok()) {
+    // And its fencing token does not even exceed A's: the counter came from
+    // R, which lost A's increment with A's key.
+    CHECK(mb.token().value > ma.token().value);
+    (void)mb.unlock(redsync::context::timeout(5s));
+  }
+  // A fresh client is kept out (its handshake reads M's new identity).
+  redsync::Redsync c(std::vector<std::string>{cl.uri()}, short_guard());
+  auto mc = c.new_mutex(name, {.expiry = 2s, .tries = 1});
+  auto rc = mc.try_lock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(!rc.ok(), rc.describe());
+  (void)ma.unlock(redsync::context::timeout(5s));
+}
+
+// A master that is paused (SIGSTOP) answers nothing, but a TCP connection
+// to it opens and a command to it waits for its whole timeout. When its
+// replica took over, the member must find the new master: its map read
+// must not spend the command's whole time on the silent master.
+TEST_CASE("a paused master whose replica took over: the member finds the promoted replica and votes again" *
+          doctest::timeout(120)) {
+  redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
+  const std::string name = unique_name("attack-paused-refresh");
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  cl[0].pause();
+  {
+    redis_client promoted(cl[1]);
+    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  REQUIRE(wait_until([&] { return settled(cl, 1, "master", 0, 1); }, 20s));
+  // The promoted replica votes once repaired and past the guard window
+  // (about 2 s, and a map read of at most 1 s); a member that keeps asking
+  // the silent master for the map waits until the pool drops that
+  // connection (stall_close: 10 s at least).
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(all_vote(ma));
+  MESSAGE("votes again after ",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
+  cl[0].resume();
+}
+
+// UNCONFIRMED (may_fail, passed 5 of 5 runs here): a master paused (SIGSTOP)
+// while its replica is promoted keeps its identity; when it resumes it is
+// still a master until the cluster bus tells it otherwise, and B's router
+// (whose map predates the failover) has a command already waiting in its
+// socket. Redis has read the bus first in every run (B is redirected to the
+// new master and finds the name taken), but nothing in redsync enforces
+// that order: if it ever runs B's call first, the old master grants a name
+// the promoted one holds. A guard would need the member to distrust a
+// master it has not heard from for cluster-node-timeout.
+TEST_CASE(
+    "a paused master that resumes after its replica took over does not grant a name the promoted master "
+    "holds" *
+    doctest::may_fail()) {
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  const std::string name = unique_name("attack-zombie");
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t m = cl.owner(slot);
+  const std::size_t r = m + 3;
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  redsync::Redsync b(std::vector<std::string>{cl.uri()}, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(mb));
+
+  cl[m].pause();
+  {
+    redis_client promoted(cl[r]);
+    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  REQUIRE(wait_until([&] { return settled(cl, r, "master", slot, r); }, 20s));
+  // A gets the name on the promoted master once it votes there.
+  auto ma_long = a.new_mutex(name, {.expiry = 2s, .tries = 100000});
+  auto ra = ma_long.lock(redsync::context::timeout(30s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  // B asks the paused master (its map is stale), which resumes meanwhile.
+  auto rb = std::async(std::launch::async, [&] { return mb.try_lock(redsync::context::timeout(10s)); });
+  std::this_thread::sleep_for(30ms);
+  cl[m].resume();
+  auto got = rb.get();
+  CHECK_MESSAGE(!(got.ok() && ma_long.held()), "B got the name A holds: ", got.describe());
+  if (got.ok()) (void)mb.unlock(redsync::context::timeout(5s));
+  (void)ma_long.unlock(redsync::context::timeout(5s));
+}
+
+// A cluster that lost a master with no replica answers every command with
+// CLUSTERDOWN (cluster-require-full-coverage) until the master is back. The
+// release did not run there, like under TRYAGAIN: it must be retried, not
+// dropped, or the name stays taken on that member until its expiry.
+TEST_CASE("a release answered CLUSTERDOWN is retried and lands once the cluster is back") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  const std::string name = unique_name("attack-clusterdown");
+  const std::string key = cluster_lock_key(name);
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t m = cl.owner(slot);
+  const std::size_t other = (m + 1) % 3;
+  redsync::Redsync rs(std::vector<std::string>{cl.uri()}, fresh_nodes());
+  auto mx = rs.new_mutex(name, {.expiry = 30s, .tries = 1});
+  auto r = mx.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(r.ok(), r.describe());
+  redis_client owner(cl[m]);
+  cl[other].kill();
+  REQUIRE(wait_until(
+      [&] {
+        return owner.command({"CLUSTER", "INFO"}).str.find("cluster_state:fail") != std::string::npos;
+      },
+      20s));
+  auto u = mx.unlock(redsync::context::timeout(10s));
+  CHECK_FALSE(u.ok());
+  REQUIRE(u.nodes.size() == 1);
+  CHECK(u.nodes[0].message.find("CLUSTERDOWN") != std::string::npos);
+  cl[other].restart();
+  REQUIRE(cl.wait_ok(20s));
+  // Long before the key's 30 s expiry.
+  CHECK(wait_until([&] { return !owner.get(key).has_value(); }, 10s));
+}
+
+// Was a hole (availability): a member whose first seed is a replica reads
+// the map there and keeps that connection; once that replica is promoted,
+// every call of its slots went over the same connection, whose handshake
+// said "replica", so the member never voted for those slots again. Fixed
+// with the INFO read before every call (above).
+TEST_CASE("a replica given as the first seed and promoted later votes for its slots once repaired" *
+          doctest::may_fail()) {
+  redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
+  const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(cl[1].port()) +
+                          ",127.0.0.1:" + std::to_string(cl[0].port());
+  redsync::Redsync a(std::vector<std::string>{uri}, short_guard());
+  const std::string name = unique_name("attack-replica-seed");
+  auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  {
+    redis_client replica(cl[1]);
+    REQUIRE(replica.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  }
+  REQUIRE(wait_until([&] { return settled(cl, 1, "master", 0, 1); }, 20s));
+  std::string why;
+  const bool votes = wait_until(
+      [&] {
+        auto r = ma.lock(redsync::context::timeout(20s));
+        if (!r.nodes.empty()) why = r.nodes[0].message;
+        if (r.ok()) (void)ma.unlock(redsync::context::timeout(5s));
+        return r.ok();
+      },
+      30s);
+  CHECK_MESSAGE(votes, "the promoted seed never voted: ", why);
+}
+
+// Two members that are one cluster (different seeds) are one set of
+// servers: the same master must not vote twice for one name.
+TEST_CASE("one cluster listed as two members (different seeds) does not make a quorum alone") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::test::cluster standalone(1);
+  const auto seed = [&](std::size_t i) {
+    return "redis+cluster://127.0.0.1:" + std::to_string(cl[i].port());
+  };
+  redsync::Redsync rs(std::vector<std::string>{seed(0), seed(1), standalone[0].uri()}, short_guard());
+  const std::string name = unique_name("attack-twice");
+  auto m = rs.new_mutex(name, {.expiry = 2s, .tries = 1});
+  // Every member counts once the guard windows passed, the standalone node
+  // included: 2 of 3 votes needs it.
+  REQUIRE(wait_until(
+      [&] {
+        auto r = m.lock(redsync::context::timeout(20s));
+        if (r.ok()) (void)m.unlock(redsync::context::timeout(5s));
+        return r.ok();
+      },
+      30s));
+  standalone[0].kill();
+  for (int i = 0; i < 3; ++i) {
+    auto r = m.lock(redsync::context::timeout(10s));
+    CHECK_MESSAGE(!r.ok(), "one cluster voted twice: ", r.describe());
+    if (r.ok()) (void)m.unlock(redsync::context::timeout(5s));
+  }
+}
+
+// A standalone server given as a cluster member never votes, and says why.
+TEST_CASE("a standalone server given as redis+cluster:// is refused with the reason") {
+  redsync::test::cluster standalone(1);
+  const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(standalone[0].port());
+  redsync::Redsync rs(std::vector<std::string>{uri}, fresh_nodes());
+  auto m = rs.new_mutex(unique_name("attack-not-cluster"), {.expiry = 2s, .tries = 1});
+  auto r = m.lock(redsync::context::timeout(10s));
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.nodes.size() == 1);
+  CHECK(r.nodes[0].message.find("cluster support disabled") != std::string::npos);
+  redis_client c(standalone[0]);
+  CHECK(c.dbsize() == 0);  // nothing was written there
+}
+
+// The slot's record on one member loses the holder's counter increment in a
+// failover (never replicated); the fencing token of the next lock still
+// exceeds the holder's: the promoted master's record is repaired from the
+// other members' before it votes.
+TEST_CASE("a failover that loses a slot's counter increment on one member: the next token is still larger") {
+  std::vector<std::unique_ptr<redis_cluster>> cls;
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3, .replicas = 1}));
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  const std::vector<std::string> uris{cls[0]->uri(), cls[1]->uri(), cls[2]->uri()};
+  const std::string name = unique_name("attack-token");
+  redsync::Redsync a(uris, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  redis_cluster& cl = *cls[0];
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t m = cl.owner(slot);
+  const std::size_t r = m + 3;
+  // As in the failback test: the replica never gets A's increment.
+  cl[r].pause();
+  {
+    redis_client master(cl[m]);
+    const std::string junk(8 << 20, 'x');
+    for (int k = 0; k < 6; ++k)
+      REQUIRE(master.command({"SET", "{" + name + "}:junk" + std::to_string(k), junk}).str == "OK");
+  }
+  auto ra = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  const auto held = ma.token().value;
+  (void)ma.unlock(redsync::context::timeout(5s));
+  cl[m].kill();
+  cl[r].resume();
+  {
+    redis_client promoted(cl[r]);
+    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  REQUIRE(wait_until([&] { return settled(cl, r, "master", slot, r); }, 20s));
+  {
+    // The loss is real: the promoted master's counter is below A's token.
+    redis_client promoted(cl[r]);
+    const auto fence = promoted.command({"HGET", redsync::detail::cluster_record_key(slot), "fence"});
+    REQUIRE(fence.type == redis_client::reply::kind::string);
+    CHECK(std::stoll(fence.str) < static_cast<long long>(held));
+  }
+  // Every token from now on, the promoted member's vote included once it
+  // counts, exceeds the lost one.
+  redsync::Redsync b(uris, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  bool all = false;
+  for (int k = 0; k < 200 && !all; ++k) {
+    auto rb = mb.lock(redsync::context::timeout(10s));
+    if (!rb.ok()) continue;
+    CHECK(mb.token().value > held);
+    all = rb.nodes[0].status == redsync::node_status::ok;
+    (void)mb.unlock(redsync::context::timeout(5s));
+    if (!all) std::this_thread::sleep_for(100ms);
+  }
+  CHECK(all);
+}
+
+// A slot moved to another master while a name of it is held: clients whose
+// maps still name the old master follow MOVED; the holder extends there,
+// and another client is kept out (the key moved with the slot, and the
+// moved record names the old master, so the new one does not vote for a
+// guard window anyway).
+TEST_CASE(
+    "a slot moved while a name of it is held: the holder extends through MOVED, another client is kept out") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  const std::string name = unique_name("attack-moved");
+  const std::uint16_t slot = cluster_name_slot(name);
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 4s, .tries = 1});
+  REQUIRE(all_vote(ma));
+  redsync::Redsync b(std::vector<std::string>{cl.uri()}, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(all_vote(mb));
+  auto ra = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  const std::size_t from = cl.owner(slot);
+  const std::size_t to = (from + 1) % 3;
+  cl.begin_migration(slot, from, to);
+  cl.migrate_keys(slot, from, to);
+  cl.finish_migration(slot, to);
+  REQUIRE(cl.wait_ok(20s));
+  auto e = ma.extend(redsync::context::timeout(10s));
+  CHECK_MESSAGE(e.ok(), e.describe());
+  auto rb = mb.try_lock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(!rb.ok(), "B got the name A holds: ", rb.describe());
+  if (rb.ok()) (void)mb.unlock(redsync::context::timeout(5s));
+  auto u = ma.unlock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(u.ok(), u.describe());
+  redis_client owner(cl[to]);
+  CHECK_FALSE(owner.get(cluster_lock_key(name)).has_value());
+}
+
+// A master of a cluster member also listed as a standalone member: it must
+// not add a second vote of that server (in the standalone layout its keys
+// span slots, which a cluster node refuses; and one server never votes
+// twice anyway).
+TEST_CASE("a cluster member's master also listed as a standalone member does not make a quorum with it") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::test::cluster standalone(1);
+  const std::string name = unique_name("attack-listed-twice");
+  const std::size_t m = cl.owner(cluster_name_slot(name));
+  redsync::Redsync rs(std::vector<std::string>{cl.uri(), cl[m].uri(), standalone[0].uri()}, short_guard());
+  auto mx = rs.new_mutex(name, {.expiry = 2s, .tries = 1});
+  // Node 2 is named as the cluster's master and never votes. (Its looks
+  // fail, keyed in the standalone layout across slots, so a brand-new set
+  // that needs every node once never gets started either: fail closed.)
+  auto first = mx.lock(redsync::context::timeout(20s));
+  REQUIRE(first.nodes.size() == 3);
+  CHECK(first.nodes[1].status != redsync::node_status::ok);
+  if (first.ok()) (void)mx.unlock(redsync::context::timeout(5s));
+  standalone[0].kill();
+  for (int i = 0; i < 3; ++i) {
+    auto r = mx.lock(redsync::context::timeout(10s));
+    CHECK_MESSAGE(!r.ok(), "one server voted twice: ", r.describe());
+    if (r.ok()) (void)mx.unlock(redsync::context::timeout(5s));
+  }
+}
+
+TEST_SUITE_END();
