@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "redis_client.hpp"
@@ -57,29 +58,38 @@ bool same_ranges(const std::vector<slot_range>& a, const std::vector<slot_range>
 redis_cluster::redis_cluster(cluster_config cfg) {
   const std::size_t n = cfg.masters * (1 + cfg.replicas);
   if (cfg.masters == 0) throw std::invalid_argument("redis_cluster: masters must be at least 1");
-  std::vector<config> configs;
-  for (std::size_t i = 0; i < n; ++i) {
-    config c = cfg.server;
-    bus_ports_.push_back(free_port());
-    // The bus port defaults to port + 10000, which may be past 65535 or
-    // taken: every node gets a free one of its own.
-    std::vector<std::string> args = {"--cluster-enabled",
-                                     "yes",
-                                     "--cluster-config-file",
-                                     "nodes.conf",
-                                     "--cluster-node-timeout",
-                                     std::to_string(cfg.node_timeout_ms),
-                                     "--cluster-port",
-                                     std::to_string(bus_ports_.back()),
-                                     "--cluster-replica-validity-factor",
-                                     "0"};
-    args.insert(args.end(), c.extra_args.begin(), c.extra_args.end());
-    c.extra_args = std::move(args);
-    configs.push_back(std::move(c));
-  }
   // The standalone `cluster` fixture starts servers concurrently; here each
   // needs its own arguments, so they start one by one (about 10 ms each).
-  for (auto& c : configs) servers_.push_back(std::make_unique<redis_server>(std::move(c)));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int attempt = 0;; ++attempt) {
+      config c = cfg.server;
+      // The bus port defaults to port + 10000, which may be past 65535 or
+      // taken: every node gets a free one of its own. Picked as racily as
+      // the server's own port, which redis_server retries itself; a bus
+      // port taken in between is retried here with another.
+      const int bus_port = free_port();
+      std::vector<std::string> args = {"--cluster-enabled",
+                                       "yes",
+                                       "--cluster-config-file",
+                                       "nodes.conf",
+                                       "--cluster-node-timeout",
+                                       std::to_string(cfg.node_timeout_ms),
+                                       "--cluster-port",
+                                       std::to_string(bus_port),
+                                       "--cluster-replica-validity-factor",
+                                       "0"};
+      args.insert(args.end(), c.extra_args.begin(), c.extra_args.end());
+      c.extra_args = std::move(args);
+      try {
+        servers_.push_back(std::make_unique<redis_server>(std::move(c)));
+        bus_ports_.push_back(bus_port);
+        break;
+      } catch (const std::runtime_error& e) {
+        const std::string what = e.what();
+        if (attempt >= 4 || what.find("(cluster)") == std::string::npos) throw;
+      }
+    }
+  }
   form(cfg);
 }
 
