@@ -17,6 +17,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,7 +72,11 @@ bool settled(redis_cluster& cl, std::size_t i, const std::string& role, std::uin
   if (role == "slave" && c.info_field("replication", "master_link_status") != "up") return false;
   for (std::size_t k = 0; k < cl.size(); ++k) {
     if (!cl[k].running() || cl[k].paused()) continue;
-    if (cl.owner(slot, k) != owner) return false;
+    try {
+      if (cl.owner(slot, k) != owner) return false;
+    } catch (const std::runtime_error&) {
+      return false;  // mid-failover a node may know no owner of the slot for a moment
+    }
   }
   return true;
 }
