@@ -447,6 +447,11 @@ TEST_SUITE("cli") {
         {{"lock", "--nodes", "http://127.0.0.1:6379", "cli-bad", "--", "true"}, "http://127.0.0.1:6379"},
         {{"lock", "--nodes", "redis+cluster://:S3CRETpw@127.0.0.1:1,127.0.0.1:x", "cli-bad", "--", "true"},
          "redsync: --nodes: invalid cluster URI \"redis+cluster://:***@127.0.0.1:1,127.0.0.1:x\""},
+        // The TLS options reach a rediss+cluster:// member's seeds (not "no
+        // node uses rediss://"), and its files are checked as a node's.
+        {{"lock", "--nodes", "rediss+cluster://127.0.0.1:1,127.0.0.1:2", "--tls-ca", "/nonexistent/ca.pem",
+          "cli-bad", "--", "true"},
+         "redsync: --tls-ca (ca=): \"/nonexistent/ca.pem\" cannot be read"},
         {{"lock", n, "--ttl"}, "redsync: --ttl: missing value"},
         {{"lock", n, "--script-mode", "lua", "cli-bad", "--", "true"},
          "redsync: --script-mode: invalid script mode \"lua\" (expected eval or functions)"},
