@@ -1,5 +1,6 @@
 // redsync::Redsync: validates the options, owns the engine, makes mutexes.
 
+#include "redlock/cluster_keys.hpp"
 #include "redlock/engine.hpp"
 #include "redlock/mutex_state.hpp"
 #include "redlock/options_check.hpp"
@@ -11,7 +12,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
 #include <string_view>
 
 namespace redsync {
@@ -62,6 +65,19 @@ Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options opt
     detail::check_mutex_options(n, options);
     if (!seen.insert(n).second)
       throw config_error(fmt::format("new_multi_mutex: name \"{}\" is given twice", n));
+  }
+  if (engine_->has_cluster_members()) {
+    // On a cluster member `a` and `{a}` are one key (docs/cluster.md): the
+    // lock would SET it twice in one call and never win there.
+    std::map<std::string, std::string_view> by_key;
+    for (const auto& n : names) {
+      const auto [it, fresh] = by_key.emplace(detail::cluster_lock_key(n), n);
+      if (!fresh)
+        throw config_error(
+            fmt::format("new_multi_mutex: names \"{}\" and \"{}\" are the same key \"{}\" on a cluster "
+                        "member; give one of them",
+                        it->second, n, it->first));
+    }
   }
   engine_->note_expiry(options.expiry);
   // One lock whatever order the names come in: {a, b} and {b, a} must take

@@ -279,3 +279,25 @@ TEST_CASE(
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("a multi-name lock naming `a` and `{a}` is refused over a cluster member, where they are one key") {
+  redis_cluster cl(cluster_config{.masters = 3});
+  redsync::test::redis_server standalone;
+  const std::string name = unique_name("dup");
+  const std::string tagged = "{" + name + "}";
+  REQUIRE(cluster_lock_key(name) == cluster_lock_key(tagged));
+
+  redsync::Redsync over_cluster({cl.uri()}, fresh_nodes());
+  const std::string says = "\"" + tagged + "\" are the same key";
+  CHECK_THROWS_WITH_AS((void)over_cluster.new_multi_mutex({name, tagged}), doctest::Contains(says.c_str()),
+                       redsync::config_error);
+
+  // On standalone members they are two keys, and the lock takes both.
+  redsync::Redsync over_standalone({standalone.uri()}, fresh_nodes());
+  auto m = over_standalone.new_multi_mutex({name, tagged});
+  m.lock();
+  redis_client c(standalone);
+  CHECK(c.get(name).has_value());
+  CHECK(c.get(tagged).has_value());
+  m.unlock();
+}
