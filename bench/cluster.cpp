@@ -64,7 +64,8 @@ member_lists split_members(const std::vector<std::string>& pieces) {
   member_lists out;
   for (auto& u : uris) (rd::is_cluster_uri(u) ? out.cluster : out.standalone).push_back(std::move(u));
   if (out.standalone.empty() || out.cluster.empty())
-    throw std::invalid_argument("cluster: --nodes needs standalone (redis://) and cluster (redis+cluster://) members");
+    throw std::invalid_argument(
+        "cluster: --nodes needs standalone (redis://) and cluster (redis+cluster://) members");
   return out;
 }
 
@@ -79,7 +80,8 @@ std::string name_on_slot(std::string_view what, std::uint16_t slot) {
 std::vector<std::string> names_over_all_slots(std::string_view what, int k) {
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i)
-    names.push_back(name_on_slot(what, static_cast<std::uint16_t>(static_cast<long>(i) * rd::cluster_slots / k)));
+    names.push_back(
+        name_on_slot(what, static_cast<std::uint16_t>(static_cast<long>(i) * rd::cluster_slots / k)));
   return names;
 }
 
@@ -323,7 +325,8 @@ json raw_point(const config& cfg, transport& t, transport& servers, const std::s
 // So each sample moves the slot on the first cluster member only (the
 // others keep the quorum), after that member votes again; then the slot is
 // moved on every member at once, once, to show what that costs.
-json moved_section(const config& cfg, const std::vector<std::string>& members, std::vector<cluster_admin>& admins) {
+json moved_section(const config& cfg, const std::vector<std::string>& members,
+                   std::vector<cluster_admin>& admins) {
   const std::uint16_t slot = 777;
   redsync::Redsync rs(members, bench_redsync_options());
   auto m = rs.new_mutex(name_on_slot("cl-moved", slot));
@@ -498,7 +501,8 @@ json run_cluster(const config& cfg) {
       replies = info_bytes->second;
       for (std::size_t i = 0; i < t.size(); ++i) t.router(i).on_server_info(nullptr);
     });
-    with.num("info_reply_bytes_mean", replies == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(replies))
+    with.num("info_reply_bytes_mean",
+             replies == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(replies))
         .integer("info_replies", static_cast<std::int64_t>(replies));
     raw.push_back(with);
   }
