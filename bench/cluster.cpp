@@ -206,15 +206,34 @@ void add_commandstats(transport& admin, std::size_t i, command_stats& into) {
   }
 }
 
+void reset_stats(transport& admin, std::size_t i) {
+  const auto r = admin.command(i, {"CONFIG", "RESETSTAT"});
+  if (r.status != rd::transport_status::ok || r.value.is_error())
+    throw std::runtime_error("cluster: CONFIG RESETSTAT failed: " +
+                             (r.value.is_error() ? r.value.str : r.error));
+}
+
+// Masters only: a replica's commandstats count what it replicates.
 void reset_stats(std::vector<cluster_admin>& members) {
   for (auto& c : members)
-    for (const std::size_t m : c.masters) c.must(m, {"CONFIG", "RESETSTAT"});
+    for (const std::size_t m : c.masters) reset_stats(*c.admin, m);
 }
 
 command_stats read_stats(std::vector<cluster_admin>& members) {
   command_stats s;
   for (auto& c : members)
     for (const std::size_t m : c.masters) add_commandstats(*c.admin, m, s);
+  s.erase("config|resetstat");
+  return s;
+}
+
+void reset_stats(transport& standalone) {
+  for (std::size_t i = 0; i < standalone.size(); ++i) reset_stats(standalone, i);
+}
+
+command_stats read_stats(transport& standalone) {
+  command_stats s;
+  for (std::size_t i = 0; i < standalone.size(); ++i) add_commandstats(standalone, i, s);
   s.erase("config|resetstat");
   return s;
 }
@@ -229,6 +248,13 @@ json per_op(const command_stats& s, double ops) {
 double usec_per_call(const command_stats& s, const std::string& name) {
   const auto it = s.find(name);
   return it == s.end() || it->second.calls == 0 ? 0.0 : it->second.usec / it->second.calls;
+}
+
+// Server time per call, by command (commandstats' usec over its calls).
+json server_us(const command_stats& s) {
+  json j;
+  for (const auto& [name, stat] : s) j.num(name, usec_per_call(s, name));
+  return j;
 }
 
 // ---- the uncontended blocking cycle -------------------------------------------------------
@@ -462,7 +488,9 @@ json run_cluster(const config& cfg) {
 
   // The blocking cycle, with the cluster masters' commandstats over it.
   fmt::print(stderr, "redsync_bench: cluster: blocking cycle\n");
+  reset_stats(standalone_servers);
   const cycle_run s_cycle = blocking_cycles(cfg, lists.standalone, standalone_servers);
+  const command_stats over_s_cycle = read_stats(standalone_servers);
   reset_stats(admins);
   const cycle_run c_cycle = blocking_cycles(cfg, lists.cluster, cluster_admin_all);
   const command_stats over_cycle = read_stats(admins);
@@ -471,6 +499,9 @@ json run_cluster(const config& cfg) {
   cycle.object("standalone", json{}.object("cycle", s_cycle.cycle.summary()).object("cpu", s_cycle.cpu))
       .object("cluster", json{}.object("cycle", c_cycle.cycle.summary()).object("cpu", c_cycle.cpu))
       .integer("failures", s_cycle.failures + c_cycle.failures)
+      .object("standalone_commands_per_cycle", per_op(over_s_cycle, cycles))
+      .object("standalone_server_us_per_call", server_us(over_s_cycle))
+      .object("cluster_server_us_per_call", server_us(over_cycle))
       .object("cluster_commands_per_cycle", per_op(over_cycle, cycles))
       .num("info_server_us_per_call", usec_per_call(over_cycle, "info"))
       .num("evalsha_server_us_per_call", usec_per_call(over_cycle, "evalsha"));
