@@ -75,8 +75,8 @@ std::string name_on_slot(std::string_view what, std::uint16_t slot) {
   return fmt::format("{}:{{{}}}", unique_name(what), rd::slot_tag(slot));
 }
 
-// K slots spread evenly over all of them (the offset keeps the two kinds'
-// names apart only by their unique prefix; the slots are the same).
+// K names on K slots spread evenly over all 16384 (slot i x 16384 / K);
+// both kinds of member get the same slots, under names of their own.
 std::vector<std::string> names_over_all_slots(std::string_view what, int k) {
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i)
