@@ -65,6 +65,13 @@ json run_memory(const config& cfg);
 json run_ladder(const config& cfg);
 json run_contention(const config& cfg);
 json run_semaphore(const config& cfg);
+json run_cluster(const config& cfg);
+
+// One throughput point (throughput.cpp): a locker per name on cfg.nodes,
+// each looping lock_async -> unlock_async for cfg.duration after a tenth of
+// it as warm-up; `pids` are the servers whose CPU is reported.
+json throughput_point(const config& cfg, const std::vector<std::string>& names,
+                      const std::vector<long>& pids);
 
 // A program built next to redsync_bench (bench/meson.build): its path.
 // Throws std::runtime_error when this program's own path is unknown.

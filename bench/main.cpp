@@ -1,7 +1,7 @@
 // redsync_bench --nodes URI,... [--only NAME] [--iterations N] [--json]
 // Measurements: floor, cycle, throughput, handover, degraded, failed_lock,
-// memory, ladder, contention, semaphore (default: floor,cycle,throughput,handover,memory; the degraded ones
-// need a cluster prepared by scripts/bench).
+// memory, ladder, contention, semaphore, cluster (default: floor,cycle,throughput,handover,memory; the
+// degraded ones need a cluster prepared by scripts/bench).
 
 #include "bench.hpp"
 
@@ -42,7 +42,9 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention, semaphore
+                       memory, ladder, contention, semaphore, cluster
+                       (cluster: --nodes lists standalone and redis+cluster://
+                       members, 3 of each in scripts/bench)
                        (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
       {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
       {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
       {"contention", bench::run_contention}, {"semaphore", bench::run_semaphore},
+      {"cluster", bench::run_cluster},
   };
   bench::json out;
   try {

@@ -59,11 +59,15 @@ struct locker {
   }
 };
 
-json run_point(const config& cfg, int k, const std::vector<long>& pids) {
+}  // namespace
+
+json throughput_point(const config& cfg, const std::vector<std::string>& names,
+                      const std::vector<long>& pids) {
+  const int k = static_cast<int>(names.size());
   redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   run_state run;
   std::deque<locker> lockers;
-  for (int i = 0; i < k; ++i) lockers.push_back(locker{rs.new_mutex(unique_name("tp")), run, {}});
+  for (const auto& name : names) lockers.push_back(locker{rs.new_mutex(name), run, {}});
   run.active = k;
   for (auto& l : lockers) l.step();
 
@@ -94,8 +98,6 @@ json run_point(const config& cfg, int k, const std::vector<long>& pids) {
   return j;
 }
 
-}  // namespace
-
 json run_throughput(const config& cfg) {
   std::vector<long> pids;
   {
@@ -103,7 +105,11 @@ json run_throughput(const config& cfg) {
     pids = node_pids(admin);
   }
   std::vector<json> points;
-  for (const int k : cfg.lockers) points.push_back(run_point(cfg, k, pids));
+  for (const int k : cfg.lockers) {
+    std::vector<std::string> names;
+    for (int i = 0; i < k; ++i) names.push_back(unique_name("tp"));
+    points.push_back(throughput_point(cfg, names, pids));
+  }
   json j;
   j.array("points", points);
   return j;

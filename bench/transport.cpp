@@ -1,5 +1,7 @@
 #include "transport.hpp"
 
+#include "util/cluster_uri.hpp"
+
 #include <redsync/options.hpp>
 
 #include <future>
@@ -10,8 +12,13 @@ namespace bench {
 transport::transport(const std::vector<std::string>& uris) : loop_(nullptr) {
   const redsync::redsync_options opts{};
   for (const auto& uri : uris) {
-    members_.push_back(std::make_unique<rd::member>(
-        std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts)));
+    if (rd::is_cluster_uri(uri)) {
+      members_.push_back(std::make_unique<rd::member>(
+          std::make_unique<rd::cluster_router>(loop_.loop(), rd::parse_cluster_uri(uri), opts)));
+    } else {
+      members_.push_back(std::make_unique<rd::member>(
+          std::make_unique<rd::node_pool>(loop_.loop(), redsync::node_options::parse(uri), opts)));
+    }
   }
 }
 

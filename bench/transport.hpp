@@ -22,7 +22,8 @@ namespace rd = redsync::detail;
 
 class transport {
  public:
-  // One pool of one connection per node URI, on a loop thread of its own.
+  // One pool of one connection per node URI, on a loop thread of its own;
+  // a redis+cluster:// URI is a cluster member (a router, one pool per master).
   explicit transport(const std::vector<std::string>& uris);
   // Closes every pool on the loop, then stops the loop.
   ~transport();
@@ -31,12 +32,15 @@ class transport {
 
   std::size_t size() const noexcept { return members_.size(); }
   rd::event_loop& loop() noexcept { return loop_; }
-  // Loop thread only.
+  // Loop thread only; standalone members only.
   rd::node_pool& node(std::size_t i) noexcept { return *members_[i]->pool(); }
-  // Node i as the library's scripts address it (send_script).
-  rd::member_slot member(std::size_t i) noexcept { return {members_[i].get(), 0}; }
+  // Loop thread only; cluster members only.
+  rd::cluster_router& router(std::size_t i) noexcept { return *members_[i]->router(); }
+  // Member i as the library's scripts address it (send_script), for keys in
+  // `slot` (which a standalone member ignores).
+  rd::member_slot member(std::size_t i, std::uint16_t slot = 0) noexcept { return {members_[i].get(), slot}; }
 
-  // Blocking (not on the loop thread): sends argv to node i and waits.
+  // Blocking (not on the loop thread): sends argv to standalone node i and waits.
   rd::command_result command(std::size_t i, const std::vector<std::string_view>& argv,
                              std::chrono::milliseconds timeout = std::chrono::milliseconds{2000});
   // A field of `INFO section` on node i ("" when missing or unreachable).
@@ -44,7 +48,7 @@ class transport {
 
  private:
   rd::event_loop loop_;
-  std::vector<std::unique_ptr<rd::member>> members_;  // standalone nodes
+  std::vector<std::unique_ptr<rd::member>> members_;
 };
 
 }  // namespace bench

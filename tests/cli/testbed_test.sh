@@ -7,7 +7,9 @@
 #     REDSYNC_TESTBED_PORT alone, and from `scripts/testbed env`;
 #   - scripts/demo refuses a testbed that already runs on its ports and
 #     leaves it running;
-#   - `env` of a testbed that is down says so and fails.
+#   - `env` of a testbed that is down says so and fails;
+#   - `up --cluster` forms a member with redis-cli --cluster create
+#     (masters and replicas), prints REDSYNC_NODES, and serves `redsync lock`.
 #
 #   testbed_test.sh REPO BUILD_DIR     (meson passes both; see meson.build)
 set -uo pipefail
@@ -112,26 +114,38 @@ check "the testbed still runs after the demo refused it" "$TESTBED" env >/dev/nu
 down_err=$("$TESTBED" env 2>&1 >/dev/null)
 [[ $? != 0 && $down_err == *"is not up (0/5 nodes running)"* ]] || fail "env of a stopped testbed: $down_err"
 
-# ---- a cluster testbed: one member, a cluster of 3 masters ---------------------------------
-# Each server's cluster bus listens on its port + 10000: ports low enough
-# that the bus ports stay below the ephemeral range too, and a retry when
-# one was taken meanwhile.
+# ---- a cluster testbed: one member, 3 masters + 1 replica each -----------------------
+# Formed by redis-cli --cluster create; up returns once every replica's link
+# is up, prints REDSYNC_NODES, and the member serves a `redsync lock` run
+# (restart guard on: the slot's record is met by the first attempt and votes
+# a 1 s window later). Each server's cluster bus listens on its port +
+# 10000: ports low enough that the bus ports stay below the ephemeral range
+# too, and a retry when one was taken meanwhile.
 (
   export REDSYNC_TESTBED_NODES=1
   for ((attempt = 1; ; attempt++)); do
     p=$((10000 + RANDOM % 12000))
     ok=1
-    for ((i = 0; i < 3; i++)); do port_free $((p + i)) && port_free $((p + i + 10000)) || ok=0; done
+    for ((i = 0; i < 6; i++)); do port_free $((p + i)) && port_free $((p + i + 10000)) || ok=0; done
     ((ok)) || continue
     export REDSYNC_TESTBED_PORT=$p
-    out=$("$TESTBED" up --cluster --masters 3 2>&1) && break
+    out=$("$TESTBED" up --cluster --masters 3 --replicas 1 2>&1) && break
     "$TESTBED" down >/dev/null 2>&1
     ((attempt < 3)) || { echo "FAIL: up --cluster: $out" >&2; exit 1; }
   done
-  want="export REDSYNC_NODES=redis+cluster://127.0.0.1:$p,127.0.0.1:$((p + 1)),127.0.0.1:$((p + 2))"
-  [[ $("$TESTBED" env) == "$want" ]] || { echo "FAIL: env of a cluster testbed: $("$TESTBED" env)" >&2; exit 1; }
+  want="redis+cluster://127.0.0.1:$p"
+  for ((i = 1; i < 6; i++)); do want+=",127.0.0.1:$((p + i))"; done
+  [[ $out == *"REDSYNC_NODES=$want"* ]] || { echo "FAIL: up --cluster did not print REDSYNC_NODES: $out" >&2; exit 1; }
+  [[ $("$TESTBED" env) == "export REDSYNC_NODES=$want" ]] ||
+    { echo "FAIL: env of a cluster testbed: $("$TESTBED" env)" >&2; exit 1; }
   state=$(timeout 2 redis-cli -p "$((p + 2))" CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_state://p')
   [[ $state == ok ]] || { echo "FAIL: the cluster testbed's state is '$state'" >&2; exit 1; }
+  for ((i = 3; i < 6; i++)); do
+    link=$(timeout 2 redis-cli -p "$((p + i))" INFO replication | tr -d '\r' | sed -n 's/^master_link_status://p')
+    [[ $link == up ]] || { echo "FAIL: replica on port $((p + i)): master link '$link'" >&2; exit 1; }
+  done
+  lock_out=$(REDSYNC_NODES=$want "$REDSYNC_CLI" lock --ttl 1s --wait 30s testbed-test:cluster -- echo held 2>&1)
+  [[ $? == 0 && $lock_out == *held* ]] || { echo "FAIL: redsync lock on the cluster testbed: $lock_out" >&2; exit 1; }
   "$TESTBED" down >/dev/null 2>&1 || { echo "FAIL: down of a cluster testbed" >&2; exit 1; }
   ! "$TESTBED" env >/dev/null 2>&1 || { echo "FAIL: env after down of a cluster testbed" >&2; exit 1; }
 ) || failures=$((failures + 1))
