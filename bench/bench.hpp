@@ -65,6 +65,7 @@ json run_memory(const config& cfg);
 json run_ladder(const config& cfg);
 json run_contention(const config& cfg);
 json run_semaphore(const config& cfg);
+json run_durable(const config& cfg);
 
 // A program built next to redsync_bench (bench/meson.build): its path.
 // Throws std::runtime_error when this program's own path is unknown.

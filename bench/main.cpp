@@ -42,7 +42,7 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention, semaphore
+                       memory, ladder, contention, semaphore, durable
                        (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
       {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
       {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
       {"contention", bench::run_contention}, {"semaphore", bench::run_semaphore},
+      {"durable", bench::run_durable},  // every node needs a replica: scripts/bench --only-durable
   };
   bench::json out;
   try {
