@@ -27,7 +27,8 @@ redsync::mutex_options durable_bench_options(bool durable) {
 
 json durable_cycle(const config& cfg, bool durable, int& failures) {
   redsync::Redsync rs(cfg.nodes, bench_redsync_options());
-  auto m = rs.new_mutex(unique_name(durable ? "durable-cycle" : "plain-cycle"), durable_bench_options(durable));
+  auto m =
+      rs.new_mutex(unique_name(durable ? "durable-cycle" : "plain-cycle"), durable_bench_options(durable));
   samples acquire, cycle;
   for (int i = 0; i < cfg.warmup + cfg.iterations; ++i) {
     const auto t0 = clock::now();
@@ -80,8 +81,8 @@ json durable_throughput(const config& cfg, bool durable, int k) {
   std::promise<void> all_stopped;
   std::deque<durable_locker> lockers;
   for (int i = 0; i < k; ++i)
-    lockers.push_back({rs.new_mutex(unique_name("durable-tp"), durable_bench_options(durable)), stopping, cycles,
-                       errors, active, all_stopped});
+    lockers.push_back({rs.new_mutex(unique_name("durable-tp"), durable_bench_options(durable)), stopping,
+                       cycles, errors, active, all_stopped});
   for (auto& l : lockers) l.step();
   std::this_thread::sleep_for(cfg.duration / 10);  // warm-up
   const auto c0 = cycles.load();
@@ -112,7 +113,10 @@ json run_durable(const config& cfg) {
       points.push_back(std::move(p));
     }
   json j;
-  j.object("plain", plain).object("durable", waited).array("throughput", points).integer("failures", failures);
+  j.object("plain", plain)
+      .object("durable", waited)
+      .array("throughput", points)
+      .integer("failures", failures);
   return j;
 }
 

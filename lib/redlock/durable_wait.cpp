@@ -42,7 +42,10 @@ struct durable_join {
       why = fmt::format("durable: WAIT {} {} got no answer ({})", spec.replicas, spec.wait.count(),
                         w.error.empty() ? "timeout" : w.error);
     } else if (w.value.is_error()) {
-      why = fmt::format("durable: WAIT {} {} refused: {}", spec.replicas, spec.wait.count(), w.value.str);
+      // The server's words first: classify_server_error reads NOPERM (an
+      // ACL without +wait) from them.
+      why = fmt::format("{} (from WAIT {} {}, which mutex_options::durable_replicas sends)", w.value.str,
+                        spec.replicas, spec.wait.count());
     } else if (w.value.type != reply::kind::integer) {
       why = fmt::format("durable: WAIT {} {} gave an unexpected reply", spec.replicas, spec.wait.count());
     } else if (w.served_by != s.served_by) {

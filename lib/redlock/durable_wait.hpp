@@ -19,7 +19,8 @@
 // Invariants:
 //  - a yes passes only with a WAIT answer >= numreplicas from the master
 //    that ran the script; anything else (fewer, an error such as NOPERM, no
-//    answer) turns the yes into an error reply "durable: ..." (a non-vote,
+//    answer) turns the yes into an error reply "durable: ..." (or, for a
+//    WAIT the server refused, its error text first, then the WAIT; a non-vote,
 //    undone like any failed node: acquisition.cpp, group_votes.cpp);
 //  - an answer that is not a yes passes unchanged, at once;
 //  - `done` runs exactly once, after the WAIT's answer for a yes, so the
