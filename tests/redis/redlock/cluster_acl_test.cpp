@@ -52,7 +52,9 @@ struct acl_clusters {
 
   acl_clusters(const std::vector<std::string>& extra, const std::string& without) {
     redsync::test::config server;
-    server.extra_args = {"--user", acl_user, "reset", "on", std::string(">") + acl_password};
+    // No diskless sync delay (5 s by default): the replicas link at once.
+    server.extra_args = {"--repl-diskless-sync-delay", "0", "--user", acl_user, "reset", "on",
+                         std::string(">") + acl_password};
     std::vector<std::string> rules;
     for (const auto& p : redsync::test::lock_acl_patterns) rules.push_back(p);
     for (const auto& c : redsync::test::lock_acl_commands(redsync::script_mode::eval)) rules.push_back(c);

@@ -42,8 +42,10 @@ struct master_with_replica {
   redis_server master;
   redis_server replica;
 
+  // Without the diskless sync's default 5 s delay, the replica links at once.
   master_with_replica()
-      : replica(redsync::test::config{
+      : master(redsync::test::config{.extra_args = {"--repl-diskless-sync-delay", "0"}}),
+        replica(redsync::test::config{
             .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}}) {
     redis_client m(master);
     redis_client r(replica);
@@ -82,6 +84,11 @@ std::optional<std::string> get_on_replica(const redis_server& replica, const std
   redis_client c(replica);
   c.command({"READONLY"});
   return c.get(key);
+}
+
+// Two masters with a replica each, linked at once (no diskless sync delay).
+cluster_config with_replica() {
+  return {.masters = 2, .replicas = 1, .server = {.extra_args = {"--repl-diskless-sync-delay", "0"}}};
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -169,8 +176,8 @@ TEST_CASE(
 TEST_CASE(
     "durable mode on cluster members: a multi-name lock waits on each slot group's master, and a member "
     "one of whose groups was not acknowledged keeps none of its groups") {
-  redis_cluster a(cluster_config{.masters = 2, .replicas = 1});
-  redis_cluster b(cluster_config{.masters = 2, .replicas = 1});
+  redis_cluster a(with_replica());
+  redis_cluster b(with_replica());
   master_with_replica c;
   const std::vector<std::string> set{a.uri(), b.uri(), c.master.uri()};
   redsync::Redsync rs(set, fresh_nodes());
