@@ -53,7 +53,7 @@ struct acl_clusters {
   acl_clusters(const std::vector<std::string>& extra, const std::string& without) {
     redsync::test::config server;
     // No diskless sync delay (5 s by default): the replicas link at once.
-    server.extra_args = {"--repl-diskless-sync-delay", "0", "--user", acl_user, "reset", "on",
+    server.extra_args = {"--repl-diskless-sync-delay",   "0", "--user", acl_user, "reset", "on",
                          std::string(">") + acl_password};
     std::vector<std::string> rules;
     for (const auto& p : redsync::test::lock_acl_patterns) rules.push_back(p);
