@@ -71,11 +71,12 @@ std::vector<std::string> uris(const std::vector<std::unique_ptr<master_with_repl
   return out;
 }
 
-// Per-node timeout 600 ms (3 s * 0.2), WAIT 100 ms: Redis checks a WAIT's
-// timeout only at its hz (every 100 ms by default), so a WAIT may answer up
-// to that much late; 600 ms leaves room for that on a loaded machine.
-redsync::mutex_options durable(std::chrono::milliseconds wait = 100ms) {
-  return {.expiry = 3s, .timeout_factor = 0.2, .durable_replicas = 1, .durable_wait_timeout = wait};
+// Per-node timeout 2.5 s (10 s * 0.25), WAIT 1 s: generous, as a replica on
+// a loaded machine may take a while to acknowledge, and Redis checks a
+// WAIT's timeout only at its hz (every 100 ms by default), so a WAIT may
+// answer up to that much late.
+redsync::mutex_options durable(std::chrono::milliseconds wait = 1000ms) {
+  return {.expiry = 10s, .timeout_factor = 0.25, .durable_replicas = 1, .durable_wait_timeout = wait};
 }
 
 // The value of `key` on a cluster replica (READONLY: a replica redirects
@@ -123,16 +124,23 @@ TEST_CASE(
   REQUIRE(m.unlock(redsync::context::timeout(10s)).ok());
 
   ps[2]->replica.pause();
+  const auto before = std::chrono::steady_clock::now();
   auto r2 = m.try_lock(redsync::context::timeout(10s));
   REQUIRE_MESSAGE(r2.ok(), r2.describe());
+  // The validity counts from before the send, so the WAIT's time (the
+  // attempt waits for every member, the paused one's WAIT included) is not
+  // validity: until() is the attempt's start (a moment after `before`, far
+  // less than the WAIT's 1 s) + expiry - drift (10 s * 0.01 + 2 ms).
+  CHECK(std::chrono::steady_clock::now() - before >= 900ms);
+  CHECK(m.until() < before + 10s - 102ms + 500ms);
   CHECK(r2.nodes[0].status == redsync::node_status::ok);
   CHECK(r2.nodes[1].status == redsync::node_status::ok);
   CHECK(r2.nodes[2].status == redsync::node_status::reply_error);
-  CHECK_MESSAGE(r2.nodes[2].message == "durable: 0 of 1 replicas acknowledged within 100 ms",
+  CHECK_MESSAGE(r2.nodes[2].message == "durable: 0 of 1 replicas acknowledged within 1000 ms",
                 r2.nodes[2].message);
   // The WAIT's time is in the node's latency, and within the per-node timeout.
-  CHECK(r2.nodes[2].latency >= 90ms);
-  CHECK(r2.nodes[2].latency < 1s);
+  CHECK(r2.nodes[2].latency >= 900ms);
+  CHECK(r2.nodes[2].latency < 2500ms);
   ps[2]->replica.resume();
   CHECK(m.unlock(redsync::context::timeout(10s)).ok());
 }
@@ -154,7 +162,7 @@ TEST_CASE(
   auto r = m.try_lock(redsync::context::timeout(10s));
   const auto took = std::chrono::steady_clock::now() - started;
   CHECK(r.error == redsync::errc::no_quorum);
-  CHECK(took < 3s);  // one attempt: the per-node timeout bounds it (no hang)
+  CHECK(took < 8s);  // one attempt: the per-node timeout (2.5 s) bounds it, with the undo (no hang)
   for (std::size_t i : {0u, 1u}) {
     CHECK(r.nodes[i].status == redsync::node_status::reply_error);
     CHECK_MESSAGE(starts_with(r.nodes[i].message, "durable: 0 of 1 replicas acknowledged"),
@@ -202,7 +210,7 @@ TEST_CASE(
   auto r2 = m.try_lock(redsync::context::timeout(10s));
   REQUIRE_MESSAGE(r2.ok(), r2.describe());
   CHECK(r2.nodes[0].status == redsync::node_status::reply_error);
-  CHECK_MESSAGE(r2.nodes[0].message == "durable: 0 of 1 replicas acknowledged within 100 ms",
+  CHECK_MESSAGE(r2.nodes[0].message == "durable: 0 of 1 replicas acknowledged within 1000 ms",
                 r2.nodes[0].message);
   CHECK(r2.nodes[1].status == redsync::node_status::ok);
   CHECK(r2.nodes[2].status == redsync::node_status::ok);
