@@ -235,9 +235,11 @@ struct mutex_options {
   /// votes for nobody until a window of at least the longest expiry has
   /// passed since the failover was noticed, which is after the lost
   /// extension, so the holder's validity (at most one expiry from the
-  /// extension) ends first. With `restart_guard` off that argument fails
-  /// for extensions and acquisitions alike; durable mode does not replace
-  /// the guard.
+  /// extension) ends first. With `restart_guard` off that argument fails,
+  /// and a lost extension (never waited for) can let the promoted replica
+  /// grant the name early: durable mode does not make turning the guard off
+  /// safe, and does not replace it. Mutexes only (semaphores have no
+  /// durable mode).
   int durable_replicas = 0;
   /// The timeout of each `WAIT`, > 0. Default 0 = half the per-node command
   /// timeout (expiry * timeout_factor / 2, at least 1 ms). Must be less than
@@ -245,7 +247,10 @@ struct mutex_options {
   /// bounded by it, so a WAIT never outlives the round, and the validity
   /// subtracts the time the WAIT took. Only with `durable_replicas` > 0. A
   /// WAIT blocks its connection while it waits (commands of other names
-  /// routed to it queue behind), so keep it short.
+  /// routed to it queue behind; a larger `pool_size` helps), so keep it
+  /// short. Redis checks a WAIT's timeout at its `hz` (every 100 ms by
+  /// default), so a WAIT may answer that much late; past the per-node
+  /// timeout the member is a non-vote ("durable: WAIT ... got no answer").
   std::chrono::milliseconds durable_wait_timeout = std::chrono::milliseconds{0};
 
   // -- holding safely --------------------------------------------------------
