@@ -224,6 +224,27 @@ TEST_CASE(
   CHECK(m.unlock(redsync::context::timeout(10s)).ok());
 }
 
+TEST_CASE(
+    "durable mode: on a node that lacks the script, the WAIT read is the one behind the script sent again "
+    "(EVAL, or FCALL after FUNCTION LOAD), not the one behind the refused first call") {
+  for (const auto mode : {redsync::script_mode::eval, redsync::script_mode::functions}) {
+    CAPTURE(static_cast<int>(mode));
+    auto ps = pairs(3);
+    // Member 2's replica acknowledges nothing from the start. Behind the
+    // first call (NOSCRIPT, or function not found: no write) a WAIT answers
+    // at once with 1 (the connection wrote nothing yet); only the WAIT
+    // behind the script that ran tells the truth.
+    ps[2]->replica.pause();
+    redsync::Redsync rs(uris(ps), fresh_nodes({.script_mode = mode}));
+    auto m = rs.new_mutex(unique_name("durable-fallback"), durable());
+    auto r = m.try_lock(redsync::context::timeout(10s));
+    CHECK(r.nodes[2].status == redsync::node_status::reply_error);
+    CHECK_MESSAGE(r.nodes[2].message == "durable: 0 of 1 replicas acknowledged within 1000 ms",
+                  r.nodes[2].message);
+    ps[2]->replica.resume();
+  }
+}
+
 TEST_CASE("durable mode's options are checked, and a bad value is named") {
   redis_server s;
   redsync::Redsync rs({s.uri()}, fresh_nodes());
