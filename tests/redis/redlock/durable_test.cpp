@@ -225,18 +225,29 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "durable mode: on a node that lacks the script, the WAIT read is the one behind the script sent again "
+    "durable mode: on a node that lost the script, the WAIT read is the one behind the script sent again "
     "(EVAL, or FCALL after FUNCTION LOAD), not the one behind the refused first call") {
   for (const auto mode : {redsync::script_mode::eval, redsync::script_mode::functions}) {
     CAPTURE(static_cast<int>(mode));
     auto ps = pairs(3);
-    // Member 2's replica acknowledges nothing from the start. Behind the
-    // first call (NOSCRIPT, or function not found: no write) a WAIT answers
-    // at once with 1 (the connection wrote nothing yet); only the WAIT
-    // behind the script that ran tells the truth.
-    ps[2]->replica.pause();
     redsync::Redsync rs(uris(ps), fresh_nodes({.script_mode = mode}));
     auto m = rs.new_mutex(unique_name("durable-fallback"), durable());
+    REQUIRE(m.lock(redsync::context::timeout(20s)).ok());
+    REQUIRE(m.unlock(redsync::context::timeout(10s)).ok());
+    // Member 2 loses its scripts, and its replica acknowledges everything
+    // written so far, then nothing more: a WAIT behind the refused first
+    // call (no write) would answer 1 at once; only the WAIT behind the
+    // script that ran tells the truth.
+    redis_client master(ps[2]->master);
+    master.command({mode == redsync::script_mode::eval ? "SCRIPT" : "FUNCTION", "FLUSH"});
+    REQUIRE(wait_until(
+        [&] {
+          const std::string replica = master.info_field("replication", "slave0");
+          const std::string at = master.info_field("replication", "master_repl_offset");
+          return replica.find(",offset=" + at + ",") != std::string::npos;
+        },
+        10s));
+    ps[2]->replica.pause();
     auto r = m.try_lock(redsync::context::timeout(10s));
     CHECK(r.nodes[2].status == redsync::node_status::reply_error);
     CHECK_MESSAGE(r.nodes[2].message == "durable: 0 of 1 replicas acknowledged within 1000 ms",
