@@ -73,6 +73,8 @@ json run_cluster(const config& cfg);
 json throughput_point(const config& cfg, const std::vector<std::string>& names,
                       const std::vector<long>& pids);
 
+json run_durable(const config& cfg);
+
 // A program built next to redsync_bench (bench/meson.build): its path.
 // Throws std::runtime_error when this program's own path is unknown.
 std::string program_next_to_self(std::string_view name);

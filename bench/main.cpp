@@ -42,9 +42,10 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention, semaphore, cluster
+                       memory, ladder, contention, semaphore, cluster, durable
                        (cluster: --nodes lists standalone and redis+cluster://
-                       members, 3 of each in scripts/bench)
+                       members, 3 of each in scripts/bench; durable: every
+                       node needs a replica, scripts/bench --only-durable)
                        (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
   --warmup N           unmeasured iterations first (default 200)
@@ -158,6 +159,7 @@ int main(int argc, char** argv) {
       {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
       {"contention", bench::run_contention}, {"semaphore", bench::run_semaphore},
       {"cluster", bench::run_cluster},
+      {"durable", bench::run_durable},  // every node needs a replica: scripts/bench --only-durable
   };
   bench::json out;
   try {

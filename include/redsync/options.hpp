@@ -214,6 +214,45 @@ struct mutex_options {
   /// Default false.
   bool set_nx_on_extend = false;
 
+  // -- durable mode (docs/cluster.md, "Durable mode") -------------------------
+
+  /// Durable mode: after the acquisition's script on each member (on a
+  /// cluster member, on the master of each slot group of the names), send
+  /// `WAIT durable_replicas durable_wait_timeout` on the same connection,
+  /// and count that member's vote only if at least this many replicas
+  /// acknowledged the write; otherwise the member answers
+  /// `node_status::reply_error` with a message such as "durable: 0 of 1
+  /// replicas acknowledged within 50 ms", and a failed attempt undoes it
+  /// like any non-vote. Applies to standalone members (a master with
+  /// replicas under Sentinel loses the same writes in a failover) and to
+  /// cluster members alike; a member with fewer replicas never votes. The
+  /// first attempt's MULTI transaction is not used in this mode (every
+  /// attempt runs the script). Default 0 = off. 0..1000.
+  ///
+  /// Not applied to extensions, on purpose: an extension lost in a failover
+  /// leaves the promoted replica with the key's older expiry, but a promoted
+  /// replica is a restarted node (the restart guard, on by default): it
+  /// votes for nobody until a window of at least the longest expiry has
+  /// passed since the failover was noticed, which is after the lost
+  /// extension, so the holder's validity (at most one expiry from the
+  /// extension) ends first. With `restart_guard` off that argument fails,
+  /// and a lost extension (never waited for) can let the promoted replica
+  /// grant the name early: durable mode does not make turning the guard off
+  /// safe, and does not replace it. Mutexes only (semaphores have no
+  /// durable mode).
+  int durable_replicas = 0;
+  /// The timeout of each `WAIT`, > 0. Default 0 = half the per-node command
+  /// timeout (expiry * timeout_factor / 2, at least 1 ms). Must be less than
+  /// the per-node command timeout: the script and the WAIT together are
+  /// bounded by it, so a WAIT never outlives the round, and the validity
+  /// subtracts the time the WAIT took. Only with `durable_replicas` > 0. A
+  /// WAIT blocks its connection while it waits (commands of other names
+  /// routed to it queue behind; a larger `pool_size` helps), so keep it
+  /// short. Redis checks a WAIT's timeout at its `hz` (every 100 ms by
+  /// default), so a WAIT may answer that much late; past the per-node
+  /// timeout the member is a non-vote ("durable: WAIT ... got no answer").
+  std::chrono::milliseconds durable_wait_timeout = std::chrono::milliseconds{0};
+
   // -- holding safely --------------------------------------------------------
 
   /// Extend automatically on the loop while the lock is held (a watchdog).

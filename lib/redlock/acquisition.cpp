@@ -13,6 +13,7 @@
 
 #include "redlock/acquisition.hpp"
 
+#include "redlock/durable_wait.hpp"
 #include "redlock/fast_acquire.hpp"
 #include "redlock/fencing.hpp"
 #include "redlock/group_votes.hpp"
@@ -88,7 +89,11 @@ class acquisition final : public mutex_operation, public release_listener::waite
     line_.emplace(*st_, value_, blocking_);
     votes_.emplace(*st_);
     max_tries_ = blocking_ ? st_->opts.tries : 1;
-    if (st_->names.size() == 1) fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
+    // Durable mode: WAIT behind every script (durable_wait.hpp); the
+    // transaction is not used then.
+    durable_ = durable_spec_of(st_->opts, st_->timeout);
+    if (st_->names.size() == 1 && !durable_)
+      fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
     attempt();
   }
 
@@ -137,6 +142,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
       send_to_member(
           pool, a.line_->call_for(i), a.st_->slots,
           [&a, &wanted](member_slot to, const script_call& form, command_callback d) {
+            if (a.durable_)
+              return send_script_durable(a.eng_.script_mode(), to, a.st_->route, form, a.st_->timeout,
+                                         std::move(d), wanted, a.durable_, classify_acquire);
             send_script(a.eng_.script_mode(), to, a.st_->route, form, a.st_->timeout, std::move(d), wanted);
           },
           [self, i](std::vector<command_result>&& groups) {
@@ -347,6 +355,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
   const bool blocking_;
   const std::string value_;
   wire_command fast_wire_;  // the transaction, for a single-name lock
+  durable_spec durable_;    // from start(): off unless mutex_options::durable_replicas
   std::uint64_t rounds_reported_ = 0;
   bool transaction_refused_ = false;  // some node answered the transaction with an error
   bool retried_with_script_ = false;

@@ -27,6 +27,7 @@ double in_ms(std::chrono::microseconds d) {
 }
 
 constexpr std::size_t max_pool_size = 1024;
+constexpr int max_durable_replicas = 1000;
 
 // The files themselves are read when the node's TLS context is built
 // (transport/tls_session.cpp); this checks that the fields fit together.
@@ -121,6 +122,39 @@ void check_expiry_room(std::string_view what, std::chrono::milliseconds expiry, 
   }
 }
 
+// Durable mode: a WAIT of at least 1 ms (WAIT 0 would block forever) that
+// ends before the per-node command timeout, which bounds the script and
+// the WAIT together.
+void check_durable_fields(const mutex_options& o) {
+  if (o.durable_replicas < 0 || o.durable_replicas > max_durable_replicas) {
+    fail("mutex_options.durable_replicas = {}: must be in 0..{} (0 = off)", o.durable_replicas,
+         max_durable_replicas);
+  }
+  if (o.durable_wait_timeout.count() < 0) {
+    fail("mutex_options.durable_wait_timeout = {} ms: must not be negative", o.durable_wait_timeout.count());
+  }
+  if (o.durable_replicas == 0) {
+    if (o.durable_wait_timeout.count() != 0) {
+      fail("mutex_options.durable_wait_timeout = {} ms: set, but durable_replicas is 0 (durable mode is off)",
+           o.durable_wait_timeout.count());
+    }
+    return;
+  }
+  const std::chrono::microseconds t = command_timeout(o.expiry, o.timeout_factor);
+  if (o.durable_wait_timeout.count() > 0 && o.durable_wait_timeout >= t) {
+    fail(
+        "mutex_options.durable_wait_timeout = {} ms: must be less than the per-node command timeout "
+        "({} ms = expiry * timeout_factor), which bounds the script and the WAIT together",
+        o.durable_wait_timeout.count(), in_ms(t));
+  }
+  if (o.durable_wait_timeout.count() == 0 && t < std::chrono::milliseconds{2}) {
+    fail(
+        "mutex_options.durable_replicas = {}: the per-node command timeout ({} ms) leaves no room for a "
+        "WAIT of at least 1 ms; raise expiry or timeout_factor",
+        o.durable_replicas, in_ms(t));
+  }
+}
+
 }  // namespace
 
 void check_node_options(const node_options& node) {
@@ -195,6 +229,7 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
   check_auto_extension("mutex_options", options.expiry, options.auto_extend_interval, options.max_hold,
                        options.max_extensions);
   check_expiry_room("mutex_options", options.expiry, options.drift_factor, options.timeout_factor);
+  check_durable_fields(options);
 }
 
 void check_semaphore_options(std::string_view name, const semaphore_options& options) {

@@ -25,7 +25,9 @@ void check_redsync_options(const redsync_options& options);
 /// with value_generator; auto_extend_interval in [0, expiry), max_hold and
 /// max_extensions not negative; and expiry > drift + per-node command timeout,
 /// so an acquisition that waits for the slowest node can still leave some
-/// validity.
+/// validity; durable_replicas in 0..1000, durable_wait_timeout only with
+/// durable_replicas > 0, >= 0 and below the per-node command timeout (or 0,
+/// which needs a per-node timeout of at least 2 ms).
 void check_mutex_options(std::string_view name, const mutex_options& options);
 
 /// Non-empty name; expiry, tries, drift_factor, timeout_factor and the

@@ -59,12 +59,16 @@ std::string no_functions(std::string_view command, std::string_view said) {
       command, said);
 }
 
+void tell_sent(const script_sent& behind, member_slot pool, clock::time_point deadline) {
+  if (behind) behind(pool, left_until(deadline));
+}
+
 void send_eval(member_slot pool, std::uint64_t route, const script_call& call, microseconds timeout,
-               command_callback done, fallback_wanted wanted) {
+               command_callback done, fallback_wanted wanted, script_sent behind) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, call.evalsha, timeout,
-            [pool, route, call, deadline, done = std::move(done),
-             wanted = std::move(wanted)](command_result&& r) mutable {
+            [pool, route, call, deadline, done = std::move(done), wanted = std::move(wanted),
+             behind](command_result&& r) mutable {
               if (!is_error_starting(r, "NOSCRIPT")) return done(std::move(r));
               if (wanted && !wanted()) return done(std::move(r));
               // The node lost its script cache (SCRIPT FLUSH, restart): send
@@ -76,14 +80,16 @@ void send_eval(member_slot pool, std::uint64_t route, const script_call& call, m
                           r2.latency += first_latency;
                           done(std::move(r2));
                         });
+              tell_sent(behind, pool, deadline);
             });
+  tell_sent(behind, pool, deadline);
 }
 
 // FUNCTION LOAD REPLACE of the call's library, then FCALL again, pipelined
 // on one connection: the load's reply arrives before the call's, so the
 // call's callback knows whether the load failed (and says why).
 void load_and_call(member_slot pool, std::uint64_t route, const script_call& call, clock::time_point deadline,
-                   microseconds first_latency, command_callback done) {
+                   microseconds first_latency, command_callback done, const script_sent& behind = {}) {
   auto load_error = std::make_shared<std::optional<std::string>>();
   const std::string library = function_library(*call.script);
   pool.send(route, encode_command({"FUNCTION", "LOAD", "REPLACE", library}), left_until(deadline),
@@ -112,14 +118,15 @@ void load_and_call(member_slot pool, std::uint64_t route, const script_call& cal
               }
               done(std::move(r));
             });
+  tell_sent(behind, pool, deadline);
 }
 
 void send_fcall(member_slot pool, std::uint64_t route, const script_call& call, microseconds timeout,
-                command_callback done, fallback_wanted wanted) {
+                command_callback done, fallback_wanted wanted, script_sent behind) {
   const auto deadline = clock::now() + timeout;
   pool.send(route, to_fcall(call), timeout,
-            [pool, route, call, deadline, done = std::move(done),
-             wanted = std::move(wanted)](command_result&& r) mutable {
+            [pool, route, call, deadline, done = std::move(done), wanted = std::move(wanted),
+             behind](command_result&& r) mutable {
               if (unknown_command(r)) {
                 r.error = no_functions("FCALL", r.value.str);
                 return done(std::move(r));
@@ -129,8 +136,9 @@ void send_fcall(member_slot pool, std::uint64_t route, const script_call& call, 
               if (!is_error_starting(r, "ERR Function not found")) return done(std::move(r));
               if (wanted && !wanted()) return done(std::move(r));
               pool.note(pool_event::function_loaded, call.script->sha1, clock::now() - r.latency);
-              load_and_call(pool, route, call, deadline, r.latency, std::move(done));
+              load_and_call(pool, route, call, deadline, r.latency, std::move(done), behind);
             });
+  tell_sent(behind, pool, deadline);
 }
 
 }  // namespace
@@ -174,12 +182,13 @@ wire_command to_fcall(const script_call& call) {
 }
 
 void send_script(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
-                 microseconds timeout, command_callback done, fallback_wanted wanted) {
+                 microseconds timeout, command_callback done, fallback_wanted wanted, script_sent behind) {
   if (pool.is_cluster() && call.cluster_evalsha)
-    return send_script(mode, pool, route, call.for_member(true), timeout, std::move(done), std::move(wanted));
+    return send_script(mode, pool, route, call.for_member(true), timeout, std::move(done), std::move(wanted),
+                       std::move(behind));
   if (mode == script_mode::functions)
-    return send_fcall(pool, route, call, timeout, std::move(done), std::move(wanted));
-  send_eval(pool, route, call, timeout, std::move(done), std::move(wanted));
+    return send_fcall(pool, route, call, timeout, std::move(done), std::move(wanted), std::move(behind));
+  send_eval(pool, route, call, timeout, std::move(done), std::move(wanted), std::move(behind));
 }
 
 void send_script_in_order(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,

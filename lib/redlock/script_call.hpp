@@ -88,6 +88,13 @@ wire_command to_fcall(const script_call& call);
 // not sending the fallback leaves nothing behind.
 using fallback_wanted = std::function<bool()>;
 
+// Told right after each form of a script was handed to the pool (the call
+// itself, and a fallback: EVAL, or FCALL after FUNCTION LOAD), with the
+// pool and what is left of the timeout: a command it sends on the same
+// route is written right behind that form, on the same connection
+// (durable_wait.hpp's WAIT). Empty = nothing.
+using script_sent = std::function<void(member_slot pool, std::chrono::microseconds left)>;
+
 // Sends `call` (its form for `pool`'s kind of member) to `pool` within
 // `timeout`; `done` runs once.
 // eval: as EVALSHA and, if the node answers NOSCRIPT, again as EVAL on the
@@ -97,9 +104,11 @@ using fallback_wanted = std::function<bool()>;
 // the same route. A node without Redis Functions (Redis < 7, or FUNCTION or
 // FCALL renamed away) or a refused FUNCTION LOAD gets an error reply whose
 // result's `error` names the cause and redsync_options::script_mode.
-// The fallback is sent only while `wanted` (if set) says so.
+// The fallback is sent only while `wanted` (if set) says so. `behind` (if
+// set) is told of each form sent.
 void send_script(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
-                 std::chrono::microseconds timeout, command_callback done, fallback_wanted wanted = {});
+                 std::chrono::microseconds timeout, command_callback done, fallback_wanted wanted = {},
+                 script_sent behind = {});
 
 // Sends `call` so that it runs in its place on the connection, with no
 // fallback sent later: EVAL with the source (eval mode), or FUNCTION LOAD

@@ -44,4 +44,25 @@ inline std::string lock_acl_rules(redsync::script_mode mode) {
   return out;
 }
 
+/// What a cluster member's masters need on top of lock_acl_rules (docs/acl.md,
+/// "Cluster members"): the keys' hash-tagged forms (`{app:...}` for names
+/// without a tag, the per-slot records `redsync:node:{T}`), the slot map
+/// (CLUSTER SHARDS, or SLOTS before Redis 7), ASKING during a migration, and
+/// sharded wake-ups (SPUBLISH in the scripts, SSUBSCRIBE / SUNSUBSCRIBE with a
+/// PING behind it for the waiters).
+inline const std::vector<std::string> cluster_acl_extra = {
+    "~{app:*",   "~redsync:node:*", "+cluster|shards", "+cluster|slots", "+asking",
+    "+spublish", "+ssubscribe",     "+sunsubscribe",   "+ping"};
+
+/// Durable mode (mutex_options::durable_replicas) adds WAIT, standalone or cluster.
+inline const std::string durable_acl_extra = "+wait";
+
+/// lock_acl_rules(mode) then cluster_acl_extra: what follows
+/// `ACL SETUSER locker reset on >PASSWORD ` for a cluster member's masters.
+inline std::string cluster_lock_acl_rules(redsync::script_mode mode) {
+  std::string out = lock_acl_rules(mode);
+  for (const auto& r : cluster_acl_extra) out += ' ' + r;
+  return out;
+}
+
 }  // namespace redsync::test
