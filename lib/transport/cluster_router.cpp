@@ -31,7 +31,34 @@ std::string describe(const command_result& r) {
   return "?";
 }
 
+std::string router_master_address(const cluster_master& m) {
+  return node_options{.host = m.host, .port = m.port}.address();
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> changed_masters(const slot_map& before, const slot_map& after,
+                                                                 const std::vector<std::string>& was_master) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<bool> serves_after(after.masters.size(), false);
+  for (const std::int32_t o : after.owner)
+    if (o != slot_map::no_master) serves_after[static_cast<std::size_t>(o)] = true;
+  std::vector<std::string> now;
+  for (std::size_t k = 0; k < after.masters.size(); ++k)
+    if (serves_after[k]) now.push_back(router_master_address(after.masters[k]));
+  for (std::size_t s = 0; s < before.owner.size(); ++s) {
+    const std::int32_t o = before.owner[s], n = after.owner[s];
+    if (o == slot_map::no_master || n == slot_map::no_master) continue;
+    std::pair<std::string, std::string> change{router_master_address(before.masters[static_cast<std::size_t>(o)]),
+                                               router_master_address(after.masters[static_cast<std::size_t>(n)])};
+    if (change.first == change.second || std::find(now.begin(), now.end(), change.first) != now.end() ||
+        std::find(was_master.begin(), was_master.end(), change.second) != was_master.end() ||
+        std::find(out.begin(), out.end(), change) != out.end())
+      continue;
+    out.push_back(std::move(change));
+  }
+  return out;
+}
 
 struct cluster_router::pending {
   std::uint16_t slot = 0;
@@ -85,6 +112,9 @@ node_pool& cluster_router::pool_at(const std::string& host, int port) {
     pool = std::make_unique<node_pool>(loop_, std::move(node), options_);
     pool->on_server_info([this, address](const reply& info) {
       if (info_listener_) info_listener_(address, info);
+    });
+    pool->on_event([this, address](pool_event e, std::string_view detail, clock::time_point) {
+      if (master_listener_ && !closing_) master_listener_(address, e, detail);
     });
   }
   return *pool;
@@ -157,6 +187,7 @@ void cluster_router::dispatch(std::shared_ptr<pending> p) {
     r.value.type = reply::kind::error;
     r.value.str = fmt::format("CLUSTERDOWN redsync: no master serves slot {} ({} of {} slots are served)",
                               p->slot, 16384 - map_.uncovered(), 16384);
+    if (report_listener_) report_listener_({.what = router_event::clusterdown});
   }
   p->finish(std::move(r));
 }
@@ -202,6 +233,10 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
         host = pool.address().substr(0, pool.address().rfind(':'));
         if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
       }
+      if (report_listener_) {
+        const std::string to_address = node_options{.host = host, .port = to->port}.address();
+        report_listener_({.what = to->ask ? router_event::ask : router_event::moved, .master = to_address});
+      }
       if (!to->ask) {
         // The new owner takes the slot now, before any later command is
         // sent, so commands of one route keep their order.
@@ -219,6 +254,12 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
     suspects_.erase(pool.address());
   }
   r.served_by = pool.address();
+  if (report_listener_ && r.status == transport_status::ok && r.value.is_error()) {
+    if (r.value.str.starts_with("TRYAGAIN"))
+      report_listener_({.what = router_event::tryagain, .master = r.served_by});
+    else if (r.value.str.starts_with("CLUSTERDOWN"))
+      report_listener_({.what = router_event::clusterdown, .master = r.served_by});
+  }
   p->finish(std::move(r));
 }
 
@@ -290,8 +331,7 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
                     error = describe(r);
                   }
                   if (m) {
-                    map_ = std::move(*m);
-                    have_map_ = true;
+                    adopt_map(std::move(*m));
                     finish_refresh("");
                   } else {
                     errors.push_back(pool.address() + ": " + error);
@@ -304,7 +344,29 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
   (*ask)(true);
 }
 
+void cluster_router::adopt_map(slot_map&& m) {
+  // A failover is seen by comparing with the map as it was read, not as
+  // MOVED changed it since: the first MOVED to a promoted replica must not
+  // make it look like a master of old.
+  const auto changes = have_map_ ? changed_masters(map_, m, read_masters_)
+                                 : std::vector<std::pair<std::string, std::string>>{};
+  map_ = std::move(m);
+  have_map_ = true;
+  read_masters_.clear();
+  std::vector<bool> serves(map_.masters.size(), false);
+  for (const std::int32_t o : map_.owner)
+    if (o != slot_map::no_master) serves[static_cast<std::size_t>(o)] = true;
+  for (std::size_t k = 0; k < map_.masters.size(); ++k)
+    if (serves[k]) read_masters_.push_back(router_master_address(map_.masters[k]));
+  if (!report_listener_) return;
+  report_listener_({.what = router_event::map_read, .masters = &read_masters_});
+  for (const auto& [old_master, new_master] : changes)
+    report_listener_({.what = router_event::failover, .master = new_master, .detail = old_master});
+}
+
 void cluster_router::finish_refresh(const std::string& error) {
+  if (report_listener_ && !error.empty() && !closing_)
+    report_listener_({.what = router_event::map_read_failed, .detail = error});
   refreshing_ = false;
   auto waiters = std::move(refresh_waiters_);
   refresh_waiters_.clear();

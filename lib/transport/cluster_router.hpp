@@ -47,11 +47,42 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 struct uv_loop_s;
 
 namespace redsync::detail {
+
+// What a router reports about its own work, for observability (the
+// engine's telemetry counts it; docs/observability.md).
+enum class router_event {
+  map_read,         // a slot map was read; `masters`: its masters (host:port)
+  map_read_failed,  // no node gave a map; `detail`: why
+  moved,            // a MOVED was followed; `master`: the slot's new owner
+  ask,              // an ASK was followed; `master`: the node asked
+  tryagain,         // a TRYAGAIN reply was handed up; `master`: who said it
+  clusterdown,      // a CLUSTERDOWN reply was handed up (also "no master serves slot N")
+  failover,         // `master`: a shard's new master; `detail`: the old one
+};
+struct router_report {
+  router_event what = router_event::map_read;
+  std::string_view master{};
+  std::string_view detail{};
+  const std::vector<std::string>* masters = nullptr;  // map_read only
+};
+using router_listener = std::function<void(const router_report& r)>;
+// A master's (or seed's) pool event (node_pool::on_event), with its host:port.
+using master_listener = std::function<void(const std::string& address, pool_event e, std::string_view detail)>;
+
+// The shards' changes of master between two map reads: (old, new) for each
+// master of `before` that serves no slot in `after` and whose slots are now
+// served by a master that served none in the read before (`was_master`: its
+// masters, host:port). A migration moves slots between masters that were
+// masters already; a promoted replica was not one. Pure.
+std::vector<std::pair<std::string, std::string>> changed_masters(const slot_map& before, const slot_map& after,
+                                                                 const std::vector<std::string>& was_master);
 
 class cluster_router {
  public:
@@ -103,6 +134,11 @@ class cluster_router {
     return {std::move(node), pool.tls()};
   }
 
+  // Observability, before the first send: what the router does, and each
+  // pool's connection events (masters, and seeds read for the map).
+  void on_report(router_listener listener) { report_listener_ = std::move(listener); }
+  void on_master_event(master_listener listener) { master_listener_ = std::move(listener); }
+
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 
@@ -118,6 +154,8 @@ class cluster_router {
   void on_reply(std::shared_ptr<pending> p, node_pool& pool, command_result&& r);
   void read_map_from(std::size_t source, clock::time_point deadline, std::vector<std::string> errors);
   void finish_refresh(const std::string& error);
+  // Takes a map just read, and reports it (and the failovers it shows).
+  void adopt_map(slot_map&& m);
   void refresh_in_background();
 
   uv_loop_s* loop_;
@@ -136,6 +174,11 @@ class cluster_router {
   std::vector<std::function<void(const std::string&)>> refresh_waiters_;
   bool closing_ = false;
   std::function<void(const std::string& address, const reply& info)> info_listener_;
+  router_listener report_listener_;
+  master_listener master_listener_;
+  // The masters (host:port) that served slots in the last map read, before
+  // any MOVED changed the map: changed_masters' `was_master`.
+  std::vector<std::string> read_masters_;
 };
 
 }  // namespace redsync::detail
