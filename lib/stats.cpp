@@ -141,7 +141,8 @@ constexpr node_status counted_statuses[] = {
 // Per shard (labels node and shard: masters, never slots, so the series
 // are as many as the masters) and per cluster member's router.
 void write_cluster_members(writer& w, const stats_snapshot& s) {
-  const auto per_shard = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+  const auto per_shard = [&](std::string_view name, std::string_view type, std::string_view help,
+                             auto value) {
     w.header(name, type, help);
     for (const auto& n : s.nodes)
       for (const auto& sh : n.shards)
@@ -156,7 +157,8 @@ void write_cluster_members(writer& w, const stats_snapshot& s) {
             [](const shard_stats& sh) { return sh.reconnects; });
   per_shard("shard_unreachable_total", "counter", "Times the master became unreachable.",
             [](const shard_stats& sh) { return sh.unreachable; });
-  w.header("shard_answers_total", "counter", "A cluster member's answers in lock calls, by master and status.");
+  w.header("shard_answers_total", "counter",
+           "A cluster member's answers in lock calls, by master and status.");
   for (const auto& n : s.nodes)
     for (const auto& sh : n.shards)
       for (const node_status st : counted_statuses)
@@ -176,18 +178,22 @@ void write_cluster_members(writer& w, const stats_snapshot& s) {
     w.header(name, type, help);
     for (const auto& n : s.nodes) {
       if (!n.cluster) continue;
-      if (kinds.size() == 0) w.sample(name, fmt::format("node=\"{}\"", label(n.address)), value(n.router, ""));
+      if (kinds.size() == 0)
+        w.sample(name, fmt::format("node=\"{}\"", label(n.address)), value(n.router, ""));
       for (const auto& [key, kind] : kinds)
-        w.sample(name, fmt::format("node=\"{}\",{}=\"{}\"", label(n.address), key, kind), value(n.router, kind));
+        w.sample(name, fmt::format("node=\"{}\",{}=\"{}\"", label(n.address), key, kind),
+                 value(n.router, kind));
     }
   };
   per_cluster("cluster_map_reads_total", "counter", "Slot map reads of a cluster member, by result.",
-              {{"result", "ok"}, {"result", "failed"}}, [](const cluster_router_stats& r, std::string_view k) {
+              {{"result", "ok"}, {"result", "failed"}},
+              [](const cluster_router_stats& r, std::string_view k) {
                 return k == "ok" ? r.map_reads : r.map_read_failures;
               });
   per_cluster("cluster_redirects_total", "counter", "Redirections a cluster member's router followed.",
-              {{"kind", "moved"}, {"kind", "ask"}},
-              [](const cluster_router_stats& r, std::string_view k) { return k == "moved" ? r.moved : r.ask; });
+              {{"kind", "moved"}, {"kind", "ask"}}, [](const cluster_router_stats& r, std::string_view k) {
+                return k == "moved" ? r.moved : r.ask;
+              });
   per_cluster("cluster_errors_total", "counter", "TRYAGAIN and CLUSTERDOWN answers of a cluster member.",
               {{"kind", "tryagain"}, {"kind", "clusterdown"}},
               [](const cluster_router_stats& r, std::string_view k) {

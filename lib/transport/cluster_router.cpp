@@ -31,34 +31,7 @@ std::string describe(const command_result& r) {
   return "?";
 }
 
-std::string router_master_address(const cluster_master& m) {
-  return node_options{.host = m.host, .port = m.port}.address();
-}
-
 }  // namespace
-
-std::vector<std::pair<std::string, std::string>> changed_masters(const slot_map& before, const slot_map& after,
-                                                                 const std::vector<std::string>& was_master) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::vector<bool> serves_after(after.masters.size(), false);
-  for (const std::int32_t o : after.owner)
-    if (o != slot_map::no_master) serves_after[static_cast<std::size_t>(o)] = true;
-  std::vector<std::string> now;
-  for (std::size_t k = 0; k < after.masters.size(); ++k)
-    if (serves_after[k]) now.push_back(router_master_address(after.masters[k]));
-  for (std::size_t s = 0; s < before.owner.size(); ++s) {
-    const std::int32_t o = before.owner[s], n = after.owner[s];
-    if (o == slot_map::no_master || n == slot_map::no_master) continue;
-    std::pair<std::string, std::string> change{router_master_address(before.masters[static_cast<std::size_t>(o)]),
-                                               router_master_address(after.masters[static_cast<std::size_t>(n)])};
-    if (change.first == change.second || std::find(now.begin(), now.end(), change.first) != now.end() ||
-        std::find(was_master.begin(), was_master.end(), change.second) != was_master.end() ||
-        std::find(out.begin(), out.end(), change) != out.end())
-      continue;
-    out.push_back(std::move(change));
-  }
-  return out;
-}
 
 struct cluster_router::pending {
   std::uint16_t slot = 0;
@@ -345,22 +318,12 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
 }
 
 void cluster_router::adopt_map(slot_map&& m) {
-  // A failover is seen by comparing with the map as it was read, not as
-  // MOVED changed it since: the first MOVED to a promoted replica must not
-  // make it look like a master of old.
-  const auto changes = have_map_ ? changed_masters(map_, m, read_masters_)
-                                 : std::vector<std::pair<std::string, std::string>>{};
+  const auto failovers = changes_.adopt(m);
   map_ = std::move(m);
   have_map_ = true;
-  read_masters_.clear();
-  std::vector<bool> serves(map_.masters.size(), false);
-  for (const std::int32_t o : map_.owner)
-    if (o != slot_map::no_master) serves[static_cast<std::size_t>(o)] = true;
-  for (std::size_t k = 0; k < map_.masters.size(); ++k)
-    if (serves[k]) read_masters_.push_back(router_master_address(map_.masters[k]));
   if (!report_listener_) return;
-  report_listener_({.what = router_event::map_read, .masters = &read_masters_});
-  for (const auto& [old_master, new_master] : changes)
+  report_listener_({.what = router_event::map_read, .masters = &changes_.masters()});
+  for (const auto& [old_master, new_master] : failovers)
     report_listener_({.what = router_event::failover, .master = new_master, .detail = old_master});
 }
 

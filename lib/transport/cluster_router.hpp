@@ -35,6 +35,7 @@
 // send() (plus one loop iteration). close() fails what is outstanding with
 // `shutdown`, then calls `closed`.
 
+#include "transport/master_changes.hpp"
 #include "transport/node_pool.hpp"
 #include "transport/slot_map.hpp"
 
@@ -74,15 +75,8 @@ struct router_report {
 };
 using router_listener = std::function<void(const router_report& r)>;
 // A master's (or seed's) pool event (node_pool::on_event), with its host:port.
-using master_listener = std::function<void(const std::string& address, pool_event e, std::string_view detail)>;
-
-// The shards' changes of master between two map reads: (old, new) for each
-// master of `before` that serves no slot in `after` and whose slots are now
-// served by a master that served none in the read before (`was_master`: its
-// masters, host:port). A migration moves slots between masters that were
-// masters already; a promoted replica was not one. Pure.
-std::vector<std::pair<std::string, std::string>> changed_masters(const slot_map& before, const slot_map& after,
-                                                                 const std::vector<std::string>& was_master);
+using master_listener =
+    std::function<void(const std::string& address, pool_event e, std::string_view detail)>;
 
 class cluster_router {
  public:
@@ -176,9 +170,10 @@ class cluster_router {
   std::function<void(const std::string& address, const reply& info)> info_listener_;
   router_listener report_listener_;
   master_listener master_listener_;
-  // The masters (host:port) that served slots in the last map read, before
-  // any MOVED changed the map: changed_masters' `was_master`.
-  std::vector<std::string> read_masters_;
+  // The failovers between map reads (compared with the maps as read, never
+  // as a MOVED changed them since: the first MOVED to a promoted replica
+  // must not make it look like a master of old).
+  master_changes changes_;
 };
 
 }  // namespace redsync::detail
