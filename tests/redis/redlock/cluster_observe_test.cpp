@@ -164,6 +164,7 @@ TEST_CASE("a slot migration shows as ASK, TRYAGAIN and then MOVED in the router'
   CHECK(during.tryagain >= 1);
   CHECK(during.moved == 0);
 
+  cl.migrate_keys(slot, from, to);  // the rest of the slot (its node record), as a reshard does
   cl.finish_migration(slot, to);
   // The next lock goes to the old owner (the map says so), is MOVED, and is
   // answered by the new one.
