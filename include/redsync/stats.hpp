@@ -148,7 +148,8 @@ struct REDSYNC_API node_stats {
   std::vector<shard_stats> shards;
   /// A cluster member's router counters (zero for a standalone node).
   cluster_router_stats router;
-  /// Masters tracked per cluster member, at most.
+  /// Addresses (masters, and seeds read for the map) tracked per cluster
+  /// member, at most.
   static constexpr std::size_t max_shards = 128;
 
   /// Answers with status `s`.
