@@ -32,6 +32,7 @@ std::string_view to_string(node_state s) noexcept {
     case node_state::reconnected: return "reconnected";
     case node_state::excluded: return "excluded";
     case node_state::voting: return "voting";
+    case node_state::failover: return "failover";
   }
   return "unknown";
 }

@@ -39,6 +39,16 @@ std::uint64_t node_stats::errors() const noexcept {
          answers_with(node_status::unreachable);
 }
 
+std::uint64_t shard_stats::answers_with(node_status s) const noexcept {
+  const auto i = static_cast<std::size_t>(s);
+  return i < answers.size() ? answers[i] : 0;
+}
+
+std::uint64_t shard_stats::errors() const noexcept {
+  return answers_with(node_status::reply_error) + answers_with(node_status::timeout) +
+         answers_with(node_status::unreachable);
+}
+
 namespace {
 
 // A label value: backslash, double quote and line feed escaped.
@@ -100,6 +110,22 @@ struct writer {
     }
   }
 
+  // The buckets, sum and count of one histogram; `labels` ends with a comma
+  // when not empty.
+  void histogram(std::string_view name, const std::string& labels, const latency_histogram& h) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b < latency_histogram::finite_buckets; ++b) {
+      cumulative += h.counts[b];
+      const double le = static_cast<double>(latency_histogram::upper_bounds_us[b]) / 1e6;
+      sample(fmt::format("{}_bucket", name), fmt::format("{}le=\"{}\"", labels, le), cumulative);
+    }
+    cumulative += h.counts.back();
+    sample(fmt::format("{}_bucket", name), fmt::format("{}le=\"+Inf\"", labels), cumulative);
+    const std::string bare = labels.empty() ? std::string() : labels.substr(0, labels.size() - 1);
+    sample(fmt::format("{}_sum", name), bare, static_cast<double>(h.sum.count()) / 1e6);
+    sample(fmt::format("{}_count", name), bare, cumulative);
+  }
+
   template <class F>
   void per_node(const stats_snapshot& s, std::string_view name, std::string_view type, std::string_view help,
                 F value) {
@@ -111,6 +137,73 @@ struct writer {
 constexpr node_status counted_statuses[] = {
     node_status::ok,      node_status::taken,       node_status::missing, node_status::reply_error,
     node_status::timeout, node_status::unreachable, node_status::excluded};
+
+// Per shard (labels node and shard: masters, never slots, so the series
+// are as many as the masters) and per cluster member's router.
+void write_cluster_members(writer& w, const stats_snapshot& s) {
+  const auto per_shard = [&](std::string_view name, std::string_view type, std::string_view help,
+                             auto value) {
+    w.header(name, type, help);
+    for (const auto& n : s.nodes)
+      for (const auto& sh : n.shards)
+        w.sample(name, fmt::format("node=\"{}\",shard=\"{}\"", label(n.address), label(sh.address)),
+                 value(sh));
+  };
+  per_shard("shard_connected", "gauge", "1 while a connection to the cluster member's master is up.",
+            [](const shard_stats& sh) { return sh.connected ? 1 : 0; });
+  per_shard("shard_excluded", "gauge", "1 while the master's yes does not count (restart guard, failover).",
+            [](const shard_stats& sh) { return sh.excluded ? 1 : 0; });
+  per_shard("shard_reconnects_total", "counter", "Connections re-established to the master.",
+            [](const shard_stats& sh) { return sh.reconnects; });
+  per_shard("shard_unreachable_total", "counter", "Times the master became unreachable.",
+            [](const shard_stats& sh) { return sh.unreachable; });
+  w.header("shard_answers_total", "counter",
+           "A cluster member's answers in lock calls, by master and status.");
+  for (const auto& n : s.nodes)
+    for (const auto& sh : n.shards)
+      for (const node_status st : counted_statuses)
+        w.sample("shard_answers_total",
+                 fmt::format("node=\"{}\",shard=\"{}\",status=\"{}\"", label(n.address), label(sh.address),
+                             to_string(st)),
+                 sh.answers_with(st));
+  w.header("shard_latency_seconds", "histogram",
+           "Latency of a cluster member's answers in lock calls, by master (unreachable ones not counted).");
+  for (const auto& n : s.nodes)
+    for (const auto& sh : n.shards)
+      w.histogram("shard_latency_seconds",
+                  fmt::format("node=\"{}\",shard=\"{}\",", label(n.address), label(sh.address)), sh.latency);
+  const auto per_cluster = [&](std::string_view name, std::string_view type, std::string_view help,
+                               std::initializer_list<std::pair<std::string_view, std::string_view>> kinds,
+                               auto value) {
+    w.header(name, type, help);
+    for (const auto& n : s.nodes) {
+      if (!n.cluster) continue;
+      if (kinds.size() == 0)
+        w.sample(name, fmt::format("node=\"{}\"", label(n.address)), value(n.router, ""));
+      for (const auto& [key, kind] : kinds)
+        w.sample(name, fmt::format("node=\"{}\",{}=\"{}\"", label(n.address), key, kind),
+                 value(n.router, kind));
+    }
+  };
+  per_cluster("cluster_map_reads_total", "counter", "Slot map reads of a cluster member, by result.",
+              {{"result", "ok"}, {"result", "failed"}},
+              [](const cluster_router_stats& r, std::string_view k) {
+                return k == "ok" ? r.map_reads : r.map_read_failures;
+              });
+  per_cluster("cluster_redirects_total", "counter", "Redirections a cluster member's router followed.",
+              {{"kind", "moved"}, {"kind", "ask"}}, [](const cluster_router_stats& r, std::string_view k) {
+                return k == "moved" ? r.moved : r.ask;
+              });
+  per_cluster("cluster_errors_total", "counter", "TRYAGAIN and CLUSTERDOWN answers of a cluster member.",
+              {{"kind", "tryagain"}, {"kind", "clusterdown"}},
+              [](const cluster_router_stats& r, std::string_view k) {
+                return k == "tryagain" ? r.tryagain : r.clusterdown;
+              });
+  per_cluster("cluster_failovers_total", "counter", "Failovers seen in a cluster member's slot map.", {},
+              [](const cluster_router_stats& r, std::string_view) { return r.failovers; });
+  per_cluster("cluster_masters", "gauge", "Masters serving slots in a cluster member's last slot map.", {},
+              [](const cluster_router_stats& r, std::string_view) { return r.masters; });
+}
 
 }  // namespace
 
@@ -169,20 +262,10 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
              [](const node_stats& n) { return n.script_reloads; });
   w.header("node_latency_seconds", "histogram",
            "Latency of node answers in lock calls (unreachable ones not counted).");
-  for (const auto& n : s.nodes) {
-    const std::string node = label(n.address);
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b < latency_histogram::finite_buckets; ++b) {
-      cumulative += n.latency.counts[b];
-      const double le = static_cast<double>(latency_histogram::upper_bounds_us[b]) / 1e6;
-      w.sample("node_latency_seconds_bucket", fmt::format("node=\"{}\",le=\"{}\"", node, le), cumulative);
-    }
-    cumulative += n.latency.counts.back();
-    w.sample("node_latency_seconds_bucket", fmt::format("node=\"{}\",le=\"+Inf\"", node), cumulative);
-    w.sample("node_latency_seconds_sum", fmt::format("node=\"{}\"", node),
-             static_cast<double>(n.latency.sum.count()) / 1e6);
-    w.sample("node_latency_seconds_count", fmt::format("node=\"{}\"", node), cumulative);
-  }
+  for (const auto& n : s.nodes)
+    w.histogram("node_latency_seconds", fmt::format("node=\"{}\",", label(n.address)), n.latency);
+  if (std::any_of(s.nodes.begin(), s.nodes.end(), [](const node_stats& n) { return n.cluster; }))
+    write_cluster_members(w, s);
   return std::move(w.out);
 }
 

@@ -6,7 +6,10 @@
 
 #include "node_probe.hpp"
 
+#include "transport/slot_map.hpp"
+
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,9 +26,16 @@ using commands_for_keys = std::function<std::vector<std::vector<std::string>>(co
 
 /// Runs commands_for(keys of `name` on member i) on every member of `uris`
 /// at once. Results in member order; a cluster member's address names it and
-/// the master that answered.
+/// the master that answered. With `shards`, also each member's shards for
+/// people (member order; empty for a standalone node or a cluster member
+/// whose map could not be read): shard_lines'.
 std::vector<probe_result> probe_name(const std::vector<std::string>& uris, const std::string& name,
-                                     const commands_for_keys& commands_for,
-                                     std::chrono::milliseconds timeout);
+                                     const commands_for_keys& commands_for, std::chrono::milliseconds timeout,
+                                     std::vector<std::string>* shards = nullptr);
+
+/// A cluster member's shards, one indented line per master of `map` in the
+/// order of its first slot: "  shard HOST:PORT: slots 0-5460", and
+/// ", serves slot N" on the master of `slot`.
+std::string shard_lines(const detail::slot_map& map, std::uint16_t slot);
 
 }  // namespace redsync::cli

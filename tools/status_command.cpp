@@ -126,6 +126,7 @@ int run_status(std::span<char* const> argv) {
     ours = env;
   }
 
+  std::vector<std::string> shards;  // per member: a cluster member's masters, for people
   const auto results = probe_name(
       uris, name,
       [](const name_keys& keys) {
@@ -134,7 +135,7 @@ int run_status(std::span<char* const> argv) {
         for (auto& c : line_commands(keys.lock)) commands.push_back(std::move(c));
         return commands;
       },
-      timeout);
+      timeout, &shards);
   const auto now = std::chrono::system_clock::now();
 
   std::vector<node_state> nodes;
@@ -247,10 +248,11 @@ int run_status(std::span<char* const> argv) {
                json_string(name), node_list, holder_list, waiting, json_number_or_null(fence_max), held,
                ours ? fmt::format("{}", held_by_us) : std::string("null"), answered, voting, n, quorum);
   } else {
-    for (const auto& s : nodes) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const node_state& s = nodes[i];
       const std::string& address = s.probe->address;
       if (!s.probe->up) {
-        fmt::print("{}: down ({})\n", address, s.error);
+        fmt::print("{}: down ({})\n{}", address, s.error, shards[i]);
         continue;
       }
       std::string line;
@@ -268,7 +270,7 @@ int run_status(std::span<char* const> argv) {
                            s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("none"), *s.value);
         if (s.ours) line += *s.ours ? ", ours" : ", not ours";
       }
-      fmt::print("{}{}\n", line, vote_suffix(s.vote));
+      fmt::print("{}{}\n{}", line, vote_suffix(s.vote), shards[i]);
     }
     for (const auto& h : holders) {
       if (h.identity) {

@@ -127,6 +127,12 @@ struct node_result {
   std::string message;
   /// Time from sending the command to its answer (or to giving up on it).
   std::chrono::microseconds latency{0};
+  /// On a cluster member: the master (`host:port`) that gave the answer,
+  /// after every redirection; empty for a standalone node and when no
+  /// master was asked (no slot map). For a multi-name lock whose names span
+  /// several slots, the master of the answer the member's answer was
+  /// made from.
+  std::string shard{};
 };
 
 /// The outcome of a call: success, or why not, with every node's answer from

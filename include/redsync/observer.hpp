@@ -77,9 +77,17 @@ enum class node_state {
   excluded,
   /// An excluded node's yes counts again.
   voting,
+  /// A shard of a cluster member has a new master: a map read found the
+  /// slots of a master that is no master any more served by one that was
+  /// none before (a replica promoted). `node_event::shard` is the new
+  /// master, `detail` the old one. Its yes for those slots does not count
+  /// until the restart guard has passed (`excluded` follows on its first
+  /// yes).
+  failover,
 };
 
-/// "connected", "unreachable", "reconnected", "excluded" or "voting".
+/// "connected", "unreachable", "reconnected", "excluded", "voting" or
+/// "failover".
 REDSYNC_API std::string_view to_string(node_state s) noexcept;
 
 /// An acquisition (`lock`, `try_lock` and their async forms) finished.
@@ -131,8 +139,13 @@ struct node_event {
   /// What happened.
   node_state state = node_state::connected;
   /// Why: the connection error for `unreachable`, the reason for
-  /// `excluded`; may be empty.
+  /// `excluded`, the old master for `failover`; may be empty.
   std::string_view detail;
+  /// For an event about one shard of a cluster member: its master
+  /// (`host:port`); empty for a standalone node and for an event about the
+  /// whole member. A shard's `excluded` and `voting` come in addition to
+  /// the member's own (which say when the member's last yes changed).
+  std::string_view shard{};
 };
 
 /// Receives the events of one `Redsync` (set it in

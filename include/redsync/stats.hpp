@@ -57,6 +57,59 @@ struct REDSYNC_API call_counts {
   std::uint64_t total_failures() const noexcept;
 };
 
+/// Counters of one shard of a cluster member: one master, named by its
+/// address, as the member's counters below are for the whole member
+/// (docs/observability.md, "Cluster members").
+struct REDSYNC_API shard_stats {
+  /// The master's address (`host:port`, as the slot map names it).
+  std::string address;
+  /// A connection to this master is up.
+  bool connected = false;
+  /// Its last yes to an acquisition did not count (the restart guard of a
+  /// slot it serves, e.g. after a failover made it master).
+  bool excluded = false;
+  /// Times a connection to it came up again after an outage or a drop.
+  std::uint64_t reconnects = 0;
+  /// Outages: times it became unreachable.
+  std::uint64_t unreachable = 0;
+  /// The member's answers this master gave, indexed by `node_status` value
+  /// (as `node_stats::answers`; a call that never reached a master, e.g. no
+  /// slot map, is counted for the member only).
+  std::array<std::uint64_t, 8> answers{};
+  /// Latency of those answers, except `unreachable` ones.
+  latency_histogram latency;
+
+  /// Answers with status `s`.
+  std::uint64_t answers_with(node_status s) const noexcept;
+  /// Answers that were errors: `reply_error`, `timeout` and `unreachable`.
+  std::uint64_t errors() const noexcept;
+};
+
+/// What the router of a cluster member did: it reads the slot map and
+/// follows redirections (docs/cluster.md, "Routing").
+struct cluster_router_stats {
+  /// Slot map reads that gave a map (the first, after a MOVED, after a
+  /// master did not answer).
+  std::uint64_t map_reads = 0;
+  /// Slot map reads that got no map from any node.
+  std::uint64_t map_read_failures = 0;
+  /// `MOVED` redirections followed (the slot had a new owner).
+  std::uint64_t moved = 0;
+  /// `ASK` redirections followed (the slot was migrating).
+  std::uint64_t ask = 0;
+  /// `TRYAGAIN` answers handed up as a non-vote (a multi-key call during a
+  /// slot's migration).
+  std::uint64_t tryagain = 0;
+  /// `CLUSTERDOWN` answers handed up as a non-vote, and calls for a slot
+  /// that no master serves.
+  std::uint64_t clusterdown = 0;
+  /// Failovers seen in the map: a shard's slots served by a master that was
+  /// none before, in place of one that is no master any more.
+  std::uint64_t failovers = 0;
+  /// Masters that serve slots in the last map read (0 before the first).
+  std::size_t masters = 0;
+};
+
 /// Counters of one node.
 struct REDSYNC_API node_stats {
   /// The node's address (`host:port` or `unix:/path`).
@@ -84,6 +137,20 @@ struct REDSYNC_API node_stats {
   /// Latency of its answers counted in `answers`, except `unreachable` ones
   /// (failed at once while the node is down: no round trip to measure).
   latency_histogram latency;
+  /// True for a member that is a whole Redis Cluster (`redis+cluster://`);
+  /// `address` is then "cluster " and its seeds, and `connected` is true
+  /// while a connection to one of its masters is up.
+  bool cluster = false;
+  /// A cluster member's masters, as its last slot map read named them, in
+  /// the order they were first seen (empty for a standalone node). A master
+  /// that left the map is left out; at most `max_shards` are ever tracked
+  /// per member (later ones count for the member only).
+  std::vector<shard_stats> shards;
+  /// A cluster member's router counters (zero for a standalone node).
+  cluster_router_stats router;
+  /// Addresses (masters, and seeds read for the map) tracked per cluster
+  /// member, at most.
+  static constexpr std::size_t max_shards = 128;
 
   /// Answers with status `s`.
   std::uint64_t answers_with(node_status s) const noexcept;
@@ -126,7 +193,15 @@ struct stats_snapshot {
 /// `_node_connected`, `_node_excluded`, `_node_reconnects_total`,
 /// `_node_unreachable_total`, `_node_answers_total` (label `status`),
 /// `_node_script_loads_total`, `_node_script_reloads_total` and the histogram
-/// `_node_latency_seconds`. Label values are escaped as the format requires.
+/// `_node_latency_seconds`. With a cluster member in the set, also per
+/// shard (labels `node` and `shard`, the master's address) `_shard_connected`,
+/// `_shard_excluded`, `_shard_reconnects_total`, `_shard_unreachable_total`,
+/// `_shard_answers_total` (label `status`) and the histogram
+/// `_shard_latency_seconds`, and per cluster member `_cluster_map_reads_total`
+/// (label `result`: "ok", "failed"), `_cluster_redirects_total` (label
+/// `kind`: "moved", "ask"), `_cluster_errors_total` (label `kind`:
+/// "tryagain", "clusterdown"), `_cluster_failovers_total` and the gauge
+/// `_cluster_masters`. Label values are escaped as the format requires.
 /// `prefix` must be a valid metric name; throws `config_error` otherwise.
 REDSYNC_API std::string prometheus_text(const stats_snapshot& s, std::string_view prefix = "redsync");
 

@@ -88,10 +88,18 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
                                       std::chrono::steady_clock::time_point sent_at) {
       t->pool(i, e, detail, sent_at);
     };
-    if (pools_[i]->pool())
+    if (pools_[i]->pool()) {
       pools_[i]->pool()->on_event(std::move(report));
-    else
-      pools_[i]->on_cluster_event(std::move(report));
+      continue;
+    }
+    pools_[i]->on_cluster_event(std::move(report));
+    // Per shard: each master's connections, and the router's own work.
+    telemetry_->cluster_member(i);
+    pools_[i]->router()->on_master_event(
+        [t = telemetry_, i](const std::string& address, pool_event e, std::string_view detail) {
+          t->shard_pool(i, address, e, detail);
+        });
+    pools_[i]->router()->on_report([t = telemetry_, i](const router_report& r) { t->router(i, r); });
   }
   std::vector<std::shared_ptr<const tls_context>> tls;
   for (const auto& m : pools_) tls.push_back(m->pool() ? m->pool()->tls() : nullptr);

@@ -135,7 +135,7 @@ bool node_trust::exclude_yes(std::size_t i, const reply& r, std::string_view ser
                              const std::vector<node_result>& round, std::string& why) {
   adopt_master(i, served_by);
   const bool excluded = judge_yes(i, r, expiry, round, why);
-  eng_.telemetry().vote(i, excluded, why);  // observability: excluded / voting again
+  eng_.telemetry().vote(i, excluded, why, served_by);  // observability: excluded / voting again
   return excluded;
 }
 

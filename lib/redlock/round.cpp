@@ -58,6 +58,7 @@ struct round_state {
     if (reported || eng_alive.expired()) return;
     node_result& n = counts.nodes[i];
     n.latency = r.latency;
+    n.shard = r.served_by;
     switch (r.status) {
       case transport_status::ok:
         if (r.value.is_error()) {
@@ -100,7 +101,7 @@ struct round_state {
         break;
     }
     --counts.pending;
-    eng->telemetry().answer(i, n.status, n.latency);
+    eng->telemetry().answer(i, n.status, n.latency, n.shard);
     switch (n.status) {
       case node_status::ok: ++counts.ok; break;
       case node_status::taken: ++counts.taken; break;

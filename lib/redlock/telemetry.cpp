@@ -82,6 +82,7 @@ stats_snapshot telemetry::snapshot() const {
     for (std::size_t k = 0; k < n.latency.counts.size(); ++k)
       n.latency.counts[k] = c.latency[k].load(relaxed);
     n.latency.sum = std::chrono::microseconds{c.latency_sum_us.load(relaxed)};
+    if (c.shards) read_shards(c, n);
   }
   return s;
 }
@@ -173,19 +174,33 @@ void telemetry::permit_lost(const permit_state& p, const result& r) {
   notify([&](observer& o) { o.on_permit_lost({.permit = info_of(p), .outcome = r}); });
 }
 
-void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds latency) noexcept {
+void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds latency,
+                       std::string_view shard) noexcept {
   node_cell& c = nodes_[i];
   const auto k = static_cast<std::size_t>(s);
   if (k < c.answers.size()) c.answers[k].fetch_add(1, relaxed);
+  shard_cell* sh = c.shards && !shard.empty() ? shard_of(i, shard) : nullptr;
+  if (sh && k < sh->answers.size()) sh->answers[k].fetch_add(1, relaxed);
   // An unreachable answer failed without a round trip (often at once, while
   // the pool backs off): its "latency" would drag the histogram down.
   if (s == node_status::unreachable) return;
-  c.latency[latency_histogram::bucket_of(latency)].fetch_add(1, relaxed);
+  const std::size_t b = latency_histogram::bucket_of(latency);
+  c.latency[b].fetch_add(1, relaxed);
   c.latency_sum_us.fetch_add(latency.count(), relaxed);
+  if (sh) {
+    sh->latency[b].fetch_add(1, relaxed);
+    sh->latency_sum_us.fetch_add(latency.count(), relaxed);
+  }
 }
 
-void telemetry::vote(std::size_t i, bool excluded, std::string_view why) {
+void telemetry::vote(std::size_t i, bool excluded, std::string_view why, std::string_view shard) {
   node_cell& c = nodes_[i];
+  if (shard_cell* sh = c.shards && !shard.empty() ? shard_of(i, shard) : nullptr;
+      sh && sh->excluded.load(relaxed) != excluded) {
+    sh->excluded.store(excluded, relaxed);
+    node_changed(i, excluded ? node_state::excluded : node_state::voting, excluded ? why : std::string_view{},
+                 shard);
+  }
   if (c.excluded.load(relaxed) == excluded) return;
   c.excluded.store(excluded, relaxed);
   node_changed(i, excluded ? node_state::excluded : node_state::voting, excluded ? why : std::string_view{});
@@ -223,21 +238,25 @@ void telemetry::pool(std::size_t i, pool_event e, std::string_view detail, clock
   }
 }
 
-void telemetry::node_changed(std::size_t i, node_state s, std::string_view detail) {
+void telemetry::node_changed(std::size_t i, node_state s, std::string_view detail, std::string_view shard) {
   const node_cell& c = nodes_[i];
   if (logging()) {
-    const bool bad = s == node_state::unreachable || s == node_state::excluded;
+    const bool bad = s == node_state::unreachable || s == node_state::excluded || s == node_state::failover;
     const log_level level = bad                          ? log_level::warning
                             : s == node_state::connected ? log_level::debug
                                                          : log_level::info;
-    std::string message = fmt::format("redsync: node {} {}", c.address, to_string(s));
-    if (s == node_state::excluded)
-      message = fmt::format("redsync: node {} excluded from the quorum", c.address);
-    if (s == node_state::voting) message = fmt::format("redsync: node {} votes again", c.address);
-    if (!detail.empty()) message += fmt::format(": {}", detail);
+    const std::string who =
+        shard.empty() ? fmt::format("node {}", c.address) : fmt::format("node {} shard {}", c.address, shard);
+    std::string message = fmt::format("redsync: {} {}", who, to_string(s));
+    if (s == node_state::excluded) message = fmt::format("redsync: {} excluded from the quorum", who);
+    if (s == node_state::voting) message = fmt::format("redsync: {} votes again", who);
+    if (s == node_state::failover) message = fmt::format("redsync: {} has a new master (failover)", who);
+    if (!detail.empty()) message += fmt::format(": {}{}", s == node_state::failover ? "was " : "", detail);
     log(level, message);
   }
-  notify([&](observer& o) { o.on_node({.node = i, .address = c.address, .state = s, .detail = detail}); });
+  notify([&](observer& o) {
+    o.on_node({.node = i, .address = c.address, .state = s, .detail = detail, .shard = shard});
+  });
 }
 
 void telemetry::script_missing(std::size_t i, bool function, std::string_view sha1,

@@ -86,6 +86,9 @@ node_pool& cluster_router::pool_at(const std::string& host, int port) {
     pool->on_server_info([this, address](const reply& info) {
       if (info_listener_) info_listener_(address, info);
     });
+    pool->on_event([this, address](pool_event e, std::string_view detail, clock::time_point) {
+      if (master_listener_ && !closing_) master_listener_(address, e, detail);
+    });
   }
   return *pool;
 }
@@ -157,6 +160,7 @@ void cluster_router::dispatch(std::shared_ptr<pending> p) {
     r.value.type = reply::kind::error;
     r.value.str = fmt::format("CLUSTERDOWN redsync: no master serves slot {} ({} of {} slots are served)",
                               p->slot, 16384 - map_.uncovered(), 16384);
+    if (report_listener_) report_listener_({.what = router_event::clusterdown});
   }
   p->finish(std::move(r));
 }
@@ -209,6 +213,10 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
         host = pool.address().substr(0, pool.address().rfind(':'));
         if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
       }
+      if (report_listener_) {
+        const std::string to_address = node_options{.host = host, .port = to->port}.address();
+        report_listener_({.what = to->ask ? router_event::ask : router_event::moved, .master = to_address});
+      }
       if (!to->ask) {
         // The new owner takes the slot now, before any later command is
         // sent, so commands of one route keep their order.
@@ -226,6 +234,12 @@ void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, comma
     suspects_.erase(pool.address());
   }
   r.served_by = pool.address();
+  if (report_listener_ && r.status == transport_status::ok && r.value.is_error()) {
+    if (r.value.str.starts_with("TRYAGAIN"))
+      report_listener_({.what = router_event::tryagain, .master = r.served_by});
+    else if (r.value.str.starts_with("CLUSTERDOWN"))
+      report_listener_({.what = router_event::clusterdown, .master = r.served_by});
+  }
   p->finish(std::move(r));
 }
 
@@ -297,8 +311,7 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
                     error = describe(r);
                   }
                   if (m) {
-                    map_ = std::move(*m);
-                    have_map_ = true;
+                    adopt_map(std::move(*m));
                     finish_refresh("");
                   } else {
                     errors.push_back(pool.address() + ": " + error);
@@ -311,7 +324,19 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
   (*ask)(true);
 }
 
+void cluster_router::adopt_map(slot_map&& m) {
+  const auto failovers = changes_.adopt(m);
+  map_ = std::move(m);
+  have_map_ = true;
+  if (!report_listener_) return;
+  report_listener_({.what = router_event::map_read, .masters = &changes_.masters()});
+  for (const auto& [old_master, new_master] : failovers)
+    report_listener_({.what = router_event::failover, .master = new_master, .detail = old_master});
+}
+
 void cluster_router::finish_refresh(const std::string& error) {
+  if (report_listener_ && !error.empty() && !closing_)
+    report_listener_({.what = router_event::map_read_failed, .detail = error});
   refreshing_ = false;
   auto waiters = std::move(refresh_waiters_);
   refresh_waiters_.clear();

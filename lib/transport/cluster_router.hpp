@@ -35,6 +35,7 @@
 // send() (plus one loop iteration). close() fails what is outstanding with
 // `shutdown`, then calls `closed`.
 
+#include "transport/master_changes.hpp"
 #include "transport/node_pool.hpp"
 #include "transport/slot_map.hpp"
 
@@ -47,11 +48,35 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 struct uv_loop_s;
 
 namespace redsync::detail {
+
+// What a router reports about its own work, for observability (the
+// engine's telemetry counts it; docs/observability.md).
+enum class router_event {
+  map_read,         // a slot map was read; `masters`: its masters (host:port)
+  map_read_failed,  // no node gave a map; `detail`: why
+  moved,            // a MOVED was followed; `master`: the slot's new owner
+  ask,              // an ASK was followed; `master`: the node asked
+  tryagain,         // a TRYAGAIN reply was handed up; `master`: who said it
+  clusterdown,      // a CLUSTERDOWN reply was handed up (also "no master serves slot N")
+  failover,         // `master`: a shard's new master; `detail`: the old one
+};
+struct router_report {
+  router_event what = router_event::map_read;
+  std::string_view master{};
+  std::string_view detail{};
+  const std::vector<std::string>* masters = nullptr;  // map_read only
+};
+using router_listener = std::function<void(const router_report& r)>;
+// A master's (or seed's) pool event (node_pool::on_event), with its host:port.
+using master_listener =
+    std::function<void(const std::string& address, pool_event e, std::string_view detail)>;
 
 class cluster_router {
  public:
@@ -103,6 +128,11 @@ class cluster_router {
     return {std::move(node), pool.tls()};
   }
 
+  // Observability, before the first send: what the router does, and each
+  // pool's connection events (masters, and seeds read for the map).
+  void on_report(router_listener listener) { report_listener_ = std::move(listener); }
+  void on_master_event(master_listener listener) { master_listener_ = std::move(listener); }
+
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 
@@ -118,6 +148,8 @@ class cluster_router {
   void on_reply(std::shared_ptr<pending> p, node_pool& pool, command_result&& r);
   void read_map_from(std::size_t source, clock::time_point deadline, std::vector<std::string> errors);
   void finish_refresh(const std::string& error);
+  // Takes a map just read, and reports it (and the failovers it shows).
+  void adopt_map(slot_map&& m);
   void refresh_in_background();
 
   uv_loop_s* loop_;
@@ -136,6 +168,12 @@ class cluster_router {
   std::vector<std::function<void(const std::string&)>> refresh_waiters_;
   bool closing_ = false;
   std::function<void(const std::string& address, const reply& info)> info_listener_;
+  router_listener report_listener_;
+  master_listener master_listener_;
+  // The failovers between map reads (compared with the maps as read, never
+  // as a MOVED changed them since: the first MOVED to a promoted replica
+  // must not make it look like a master of old).
+  master_changes changes_;
 };
 
 }  // namespace redsync::detail

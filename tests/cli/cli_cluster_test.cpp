@@ -118,6 +118,13 @@ TEST_SUITE("cli") {
     for (const redis_cluster* c : {&c1, &c2, &c3}) {
       const std::string master = (*c)[c->owner(redsync::detail::cluster_name_slot(name))].address();
       CHECK(contains(held, c->uri() + " (slot " + slot + " on " + master + "): held, pttl "));
+      // Each member's shards, under its line: every master with its slots,
+      // and which one serves the name.
+      const std::size_t owner = c->owner(redsync::detail::cluster_name_slot(name));
+      CHECK(contains(
+          held, "  shard " + master + ": slots " + range_text(owner, 3) + ", serves slot " + slot + "\n"));
+      for (std::size_t k = 0; k < 3; ++k)
+        CHECK(contains(held, "  shard " + (*c)[k].address() + ": slots " + range_text(k, 3)));
     }
     CHECK(contains(held, "pid "));  // the holder, decoded from the value redsync lock made
     CHECK(contains(held, " on 3/3 nodes\n"));

@@ -172,3 +172,45 @@ TEST_CASE("prometheus_text takes another prefix and rejects one that is not a me
   CHECK_THROWS_AS(redsync::prometheus_text(sample(), ""), redsync::config_error);
   CHECK_THROWS_AS(redsync::prometheus_text(sample(), "a-b"), redsync::config_error);
 }
+
+TEST_CASE("prometheus_text has shard and router metrics only with a cluster member, labelled by master") {
+  CHECK(redsync::prometheus_text(sample()).find("_shard_") == std::string::npos);
+  CHECK(redsync::prometheus_text(sample()).find("_cluster_") == std::string::npos);
+  redsync::stats_snapshot s = sample();
+  redsync::node_stats c;
+  c.address = "cluster 127.0.0.1:7000";
+  c.cluster = true;
+  c.router.map_reads = 4;
+  c.router.map_read_failures = 1;
+  c.router.moved = 2;
+  c.router.tryagain = 3;
+  c.router.failovers = 1;
+  c.router.masters = 2;
+  redsync::shard_stats a;
+  a.address = "127.0.0.1:7000";
+  a.connected = true;
+  a.answers[static_cast<std::size_t>(redsync::node_status::ok)] = 5;
+  a.latency.counts[0] = 5;
+  redsync::shard_stats b;
+  b.address = "127.0.0.1:7004";
+  b.excluded = true;
+  c.shards = {a, b};
+  s.nodes.push_back(c);
+  const std::string text = redsync::prometheus_text(s);
+  const std::string both = R"(node="cluster 127.0.0.1:7000",shard="127.0.0.1:7000")";
+  CHECK(has_line(text, "redsync_shard_connected{" + both + "} 1"));
+  CHECK(has_line(text, R"(redsync_shard_excluded{node="cluster 127.0.0.1:7000",shard="127.0.0.1:7004"} 1)"));
+  CHECK(has_line(text, "redsync_shard_answers_total{" + both + ",status=\"ok\"} 5"));
+  CHECK(has_line(text, "redsync_shard_latency_seconds_bucket{" + both + ",le=\"+Inf\"} 5"));
+  CHECK(has_line(text, "redsync_shard_latency_seconds_count{" + both + "} 5"));
+  CHECK(has_line(text, R"(redsync_cluster_map_reads_total{node="cluster 127.0.0.1:7000",result="ok"} 4)"));
+  CHECK(
+      has_line(text, R"(redsync_cluster_map_reads_total{node="cluster 127.0.0.1:7000",result="failed"} 1)"));
+  CHECK(has_line(text, R"(redsync_cluster_redirects_total{node="cluster 127.0.0.1:7000",kind="moved"} 2)"));
+  CHECK(has_line(text, R"(redsync_cluster_errors_total{node="cluster 127.0.0.1:7000",kind="tryagain"} 3)"));
+  CHECK(has_line(text, R"(redsync_cluster_failovers_total{node="cluster 127.0.0.1:7000"} 1)"));
+  CHECK(has_line(text, R"(redsync_cluster_masters{node="cluster 127.0.0.1:7000"} 2)"));
+  // A standalone node gets no router series.
+  CHECK(text.find(R"(redsync_cluster_masters{node="127.0.0.1:7001"})") == std::string::npos);
+  CHECK(has_line(text, "# TYPE redsync_shard_latency_seconds histogram"));
+}
