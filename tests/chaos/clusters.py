@@ -18,14 +18,34 @@ cluster_state:ok everywhere and every replica's link up.
 """
 
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
-from cluster import free_port, redis_call
+from cluster import redis_call
 
 SLOTS = 16384
+_taken = set()
+
+
+def pick_port():
+    """A free port below the usual ephemeral range (32768-60999): a port of
+    the ephemeral range may be taken by an outgoing connection between its
+    choice and a restart of its node, and a node keeps its ports all run."""
+    while True:
+        port = random.randrange(20000, 32000)
+        if port in _taken:
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        _taken.add(port)
+        return port
 
 
 def crc16(data):
@@ -58,8 +78,8 @@ class Node:
     def __init__(self, root, label, redis_server, node_timeout_ms):
         self.label = label
         self.dir = os.path.join(root, label)
-        self.port = free_port()
-        self.bus_port = free_port()
+        self.port = pick_port()
+        self.bus_port = pick_port()
         self.redis_server = redis_server
         self.node_timeout_ms = node_timeout_ms
         self.proc = None
@@ -89,10 +109,12 @@ class Node:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                if redis_call(self.port, "PING", timeout=0.5) == b"PONG":
+                # Our process, not another server that holds the port.
+                if self.proc.poll() is None and "process_id:%d\r\n" % self.proc.pid in redis_call(
+                        self.port, "INFO", "server", timeout=0.5).decode():
                     self.id = redis_call(self.port, "CLUSTER", "MYID").decode()
                     return
-            except OSError:
+            except (OSError, AttributeError):
                 pass
             if self.proc.poll() is not None:
                 break
