@@ -297,8 +297,12 @@ class Clusters:
         self.root = root
         self.node_timeout_ms = node_timeout_ms
         self.members = [Member(root, i, masters, redis_server, node_timeout_ms) for i in range(members)]
-        for m in self.members:
-            m.form()
+        try:
+            for m in self.members:
+                m.form()
+        except BaseException:
+            self.close()  # no server outlives a run that could not start
+            raise
 
     def uris(self):
         return [m.seeds_uri() for m in self.members]
