@@ -107,6 +107,10 @@ class ClusterNemesis:
         # replica's master is killed once a holder took its lock during the
         # lag (up to 4 s): the meta-test's aim, a lock lost by promotion.
         self.new_holder = new_holder
+        # The meta-test also promotes the replica at once after the kill
+        # (CLUSTER FAILOVER TAKEOVER), instead of after the cluster's
+        # election: the holder is then nearly always still in its section.
+        self.takeover_after_kill = new_holder is not None
         self.touch_lock = threading.Lock()
         self.touched = {}  # name -> (member, until)
         self.rules = set()
@@ -240,6 +244,8 @@ class ClusterNemesis:
                 time.sleep(hold)  # clients keep writing to the master meanwhile
         sent = int(master.info("replication").get("master_repl_offset", 0))
         master.kill()
+        if self.takeover_after_kill:
+            replica.call("CLUSTER", "FAILOVER", "TAKEOVER")
         try:
             wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
                        10 + 4 * self.clusters.node_timeout_ms / 1000.0)
