@@ -18,7 +18,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
 import report  # noqa: E402
-from cluster import Cluster  # noqa: E402
+from cluster import Cluster, Firewall  # noqa: E402
+from cluster_nemesis import FAILOVERS, RESHARDS, ClusterNemesis  # noqa: E402
+from clusters import Clusters  # noqa: E402
 from nemesis import Nemesis, make_schedule  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,6 +32,14 @@ SEMAPHORE = "chaos-sem"
 PERMITS = 2
 RESOURCE_NAMES = NAMES + ["%s/%d" % (SEMAPHORE, s) for s in range(PERMITS)]
 NODES = 5
+# --clusters: MEMBERS cluster members of MASTERS masters with a replica each,
+# cluster-node-timeout NODE_TIMEOUT_MS (a killed master's replica is promoted
+# a second or two later).
+MEMBERS = 3
+MASTERS = 3
+NODE_TIMEOUT_MS = 1000
+META_NODE_TIMEOUT_MS = 500
+CLUSTER_CONFIGS = ("cluster", "meta-cluster-failover-trusted")
 RESOURCE_MAGIC = 0x31534F4148435352
 
 # Library clients: (label, mode, expiry ms, fail-fast, work ms).
@@ -41,6 +51,17 @@ CLIENTS = [
     # Long sections checked only before they start: a holder is nearly always
     # inside one when a fault strikes.
     ("long", "blocking", 3000, False, 1500),
+]
+# The same kinds of clients on cluster members, with expiries of at most
+# 2 s: the guard window (the longest expiry) is how long a slot does not
+# vote on a member after a failover or a migration, and so how soon the
+# nemesis may touch that name on another member.
+CLUSTER_CLIENTS = [
+    ("blocking", "blocking", 1000, False, 5),
+    ("blocking-ff", "blocking", 1500, True, 10),
+    ("async", "async", 1000, False, 5),
+    ("auto", "auto", 2000, False, 2000),
+    ("long", "blocking", 2000, False, 1000),
 ]
 # Semaphore clients: (label, async, expiry ms, work ms). Four contenders for
 # two permits, so a waiter usually finds both taken.
@@ -64,6 +85,10 @@ META = {
     "meta-semaphore-majority": ("a semaphore of %d permits with a majority quorum and nodes that count permits "
                                 "but ignore slots (the test-only unsafe variant)" % PERMITS,
                                 ["more_than_k_holders"]),
+    # --clusters only.
+    "meta-cluster-failover-trusted": ("cluster members whose promoted replicas were cut off from the master's "
+                                      "last writes, each at once trusted as if its master had not changed (the "
+                                      "failover-as-restart rule off)", ["two_holders"]),
 }
 
 
@@ -72,6 +97,19 @@ def create_resource(path, slots, enforce):
     with open(path, "wb") as f:
         f.write(struct.pack("<QQQ", RESOURCE_MAGIC, slots, 1 if enforce else 0).ljust(64, b"\0"))
         f.write(b"\0" * 64 * slots)
+
+
+def new_holder_probe(path, slot):
+    """For the cluster meta-test: probe(None) is the resource slot's
+    occupant now; probe(mark) says whether another section occupies it."""
+    import struct
+
+    def probe(mark):
+        with open(path, "rb") as f:
+            f.seek(64 + 64 * slot)
+            occupant = struct.unpack("<Q", f.read(8))[0]
+        return occupant if mark is None else occupant not in (0, mark)
+    return probe
 
 
 def clients_of(config):
@@ -85,6 +123,12 @@ def clients_of(config):
         return [("long-%d" % k, "blocking", 2000, False, 1200) for k in range(3)]
     if config == "meta-semaphore-majority":
         return []  # only the unsafe semaphore's clients (sem_clients_of)
+    if config == "meta-cluster-failover-trusted":
+        # Long sections, checked only before they start: a holder is often
+        # still inside one when a replica that missed its lock is promoted.
+        return [("long-%d" % k, "blocking", 4000, False, 3500) for k in range(5)]
+    if config == "cluster":
+        return CLUSTER_CLIENTS
     return CLIENTS
 
 
@@ -106,7 +150,7 @@ def start_clients(run_dir, build, uris, duration, seed, config):
     clients = clients_of(config)
     # The broken-guard meta-test contends on one name, so a waiter is always
     # there to take the keys the nodes lost.
-    names = NAMES[:1] if config == "meta-guard-bypassed" else NAMES
+    names = NAMES[:1] if config in ("meta-guard-bypassed", "meta-cluster-failover-trusted") else NAMES
     # The resource's slots in order: the mutex names, then the permit slots.
     resource_names = RESOURCE_NAMES
     for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
@@ -179,7 +223,10 @@ def run_once(args, config, seed, duration):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
     build = args.build
     resource = os.path.join(run_dir, "resource.bin")
-    create_resource(resource, len(RESOURCE_NAMES), enforce=config != "meta-pause-unfenced")
+    # The cluster meta-test: a holder whose token was refused would leave its
+    # section at once, and grants that short seldom overlap.
+    create_resource(resource, len(RESOURCE_NAMES),
+                    enforce=config not in ("meta-pause-unfenced", "meta-cluster-failover-trusted"))
 
     max_expiry = max([c[2] for c in CLIENTS + [("cli", "", CLI_TTL_MS, False, 0)]] +
                      [c[2] for c in SEM_CLIENTS])
@@ -187,6 +234,9 @@ def run_once(args, config, seed, duration):
         schedule = make_schedule(seed, duration, NODES, max_expiry)
     elif config == "meta-pause-unfenced":
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"client_pause": 1}, gap=(0.2, 0.8))
+    elif config in CLUSTER_CONFIGS:
+        schedule = []  # drawn as the run goes (cluster_nemesis.py)
+        max_expiry = max([c[2] for c in clients_of(config)] + ([CLI_TTL_MS] if config == "cluster" else []))
     elif config == "meta-semaphore-majority":
         # Two nodes at a time refusing connections: holders then get
         # different majorities, the node sets of the README's counter-example.
@@ -199,16 +249,37 @@ def run_once(args, config, seed, duration):
     with open(os.path.join(run_dir, "schedule.json"), "w") as f:
         json.dump({"seed": seed, "config": config, "faults": schedule}, f, indent=1)
 
-    cluster = Cluster(os.path.join(run_dir, "nodes"), NODES, os.path.join(build, "tests/chaos/chaos_proxy"),
-                      args.redis_server)
+    clustered = config in CLUSTER_CONFIGS
+    if clustered:
+        # The meta-test promotes faster: a holder that took its lock while the
+        # replicas lagged is more often still inside its section then.
+        cluster = Clusters(os.path.join(run_dir, "nodes"), MEMBERS, MASTERS, args.redis_server,
+                           NODE_TIMEOUT_MS if config == "cluster" else META_NODE_TIMEOUT_MS)
+        firewall = bool(Firewall().available)
+    else:
+        cluster = Cluster(os.path.join(run_dir, "nodes"), NODES, os.path.join(build, "tests/chaos/chaos_proxy"),
+                          args.redis_server)
+        firewall = bool(cluster.firewall.available)
     uris = cluster.uris()
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         sems = {SEMAPHORE: PERMITS} if sem_clients_of(config) else {}
         json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES,
                    "semaphores": sems, "resource_names": RESOURCE_NAMES, "uris": uris,
-                   "partitions": bool(cluster.firewall.available), "guard_window_ms": max_expiry}, f)
-    nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
-                      forge=config == "meta-guard-bypassed", majority=config == "meta-guard-bypassed")
+                   "nodes": MEMBERS if clustered else NODES,
+                   "partitions": firewall, "guard_window_ms": max_expiry}, f)
+    if config == "cluster":
+        nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES, max_expiry,
+                                 firewall=firewall)
+    elif clustered:
+        # Lagging promotions only, on every member at once (a majority): a
+        # lock taken while the replicas lag is lost on all three.
+        nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES[:1], max_expiry,
+                                 forge=True, majority=True, kinds={"kill_promote_lagging": 1}, gap=(0.1, 0.5),
+                                 hold=(0.5, 1.5), together=True, new_holder=new_holder_probe(resource, 0),
+                                 firewall=firewall)
+    else:
+        nemesis = Nemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), resource, max_expiry,
+                          forge=config == "meta-guard-bypassed", majority=config == "meta-guard-bypassed")
     procs, threads = [], []
     runs_log = open(os.path.join(run_dir, "cli-runs.jsonl"), "w")
     try:
@@ -216,7 +287,7 @@ def run_once(args, config, seed, duration):
         stop_at = start + duration
         nemesis.record("start", seed=seed, config=config)
         procs = start_clients(run_dir, build, uris, duration, seed, config)
-        if config not in ("meta-guard-bypassed", "meta-semaphore-majority"):
+        if config not in ("meta-guard-bypassed", "meta-semaphore-majority", "meta-cluster-failover-trusted"):
             lock = threading.Lock()
             for k in range(CLI_LOOPS):
                 t = threading.Thread(target=cli_loop, args=(k, run_dir, build, uris, stop_at, seed, runs_log, lock),
@@ -224,7 +295,10 @@ def run_once(args, config, seed, duration):
                 t.start()
                 threads.append(t)
         nemesis.careful_pids = {p.pid for p, c in zip(procs, all_clients_of(config)) if c[1]}
-        nemesis.run(schedule, start, stop_at - 1.0, seed)
+        if clustered:
+            nemesis.run(seed, start, stop_at - 1.0)
+        else:
+            nemesis.run(schedule, start, stop_at - 1.0, seed)
         nemesis.heal_everything()
         with open(os.path.join(run_dir, "clients.jsonl"), "w") as out:
             for p, c in zip(procs, all_clients_of(config)):
@@ -249,8 +323,29 @@ def run_once(args, config, seed, duration):
     summary = checker.check(run_dir)
     summary["run_dir"] = run_dir
     if config == "main":
-        summary["partitions"] = bool(cluster.firewall.available)
+        summary["partitions"] = firewall
+    if clustered:
+        summary["cluster"] = cluster_figures(run_dir, firewall, cluster.node_timeout_ms)
     return summary
+
+
+def cluster_figures(run_dir, firewall, node_timeout_ms):
+    """What the cluster nemesis did: failovers and reshardings injected (a
+    fault record each), and how many lagging promotions lost writes."""
+    events = checker.load_lines(os.path.join(run_dir, "nemesis.jsonl"))
+    faults = [e for e in events if e["op"] == "fault"]
+    promoted = [e for e in events if e["op"] == "promoted" and e.get("kind") == "kill_promote_lagging"]
+    return {
+        "members": MEMBERS, "masters_per_member": MASTERS, "replicas_per_master": 1,
+        "cluster_node_timeout_ms": node_timeout_ms,
+        "failovers": sum(1 for e in faults if e["kind"] in FAILOVERS),
+        "reshards": sum(1 for e in faults if e["kind"] in RESHARDS),
+        "whole_member_down": sum(1 for e in faults if e["kind"] == "cluster_down"),
+        "errors": sum(1 for e in events if e["op"] == "error"),
+        "lagging_promotions": len(promoted),
+        "lagging_promotions_that_lost_writes": sum(1 for e in promoted if (e.get("lost_bytes") or 0) > 0),
+        "lagging_needs_root": not firewall,
+    }
 
 
 def main():
@@ -266,13 +361,22 @@ def main():
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="the build folder (default build/)")
     ap.add_argument("--out", default=os.path.join(REPO, ".chaos"), help="where run folders go (default .chaos/)")
     ap.add_argument("--redis-server", default=os.environ.get("REDSYNC_REDIS_SERVER", "redis-server"))
+    ap.add_argument("--clusters", action="store_true",
+                    help="cluster members: %d Redis Clusters of %d masters with a replica each, and cluster "
+                         "faults (failovers, resharding, a member down); its own meta-test" % (MEMBERS, MASTERS))
     args = ap.parse_args()
+    if args.meta:
+        for config in args.meta:
+            if (config in CLUSTER_CONFIGS) != args.clusters:
+                ap.error("--meta %s %s --clusters" % (config, "needs" if args.clusters is False else "is not for"))
     if args.long:
         args.duration = 1800
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     replay = "scripts/chaos --seed %d --duration %d" % (seed, args.duration)
     if args.no_meta:
         replay += " --no-meta"
+    if args.clusters:
+        replay += " --clusters"
     print("chaos: seed %d (replay with %s)" % (seed, replay), flush=True)
     if not os.environ.get("REDSYNC_CHAOS_NETNS"):
         print("chaos: not in a network namespace of its own (needs root): partitions are skipped", flush=True)
@@ -280,7 +384,7 @@ def main():
     failed = False
     summaries = []
     if not args.meta_only:
-        s = run_once(args, "main", seed, args.duration)
+        s = run_once(args, "cluster" if args.clusters else "main", seed, args.duration)
         summaries.append(s)
         print(report.summary_line(s), flush=True)
         if any(s["violations"].values()):
@@ -295,6 +399,8 @@ def main():
         # all three.
         for config, (what, expected) in META.items():
             if args.meta and config not in args.meta:
+                continue
+            if (config in CLUSTER_CONFIGS) != args.clusters:
                 continue
             for attempt in range(3):
                 s = run_once(args, config, seed + attempt, args.meta_duration)

@@ -92,7 +92,10 @@ NODES = 5
 # Faults after which a node does not vote until the restart guard has seen
 # it for a window (and its counter is repaired, one more window).
 NEEDS_WINDOW = ("kill_restart", "kill_restart_late", "restart_empty", "replace", "flush", "split_then_loss:",
-                "cluster_start")
+                "cluster_start",
+                # Cluster members (cluster_nemesis.py): a slot whose master
+                # changed or that moved does not vote for a guard window.
+                "kill_promote", "failover", "reshard", "cluster_down", "reform")
 # The library's default retry delay is uniform in [50, 250) ms: a waiter
 # whose wake-up was lost tries again within this.
 MAX_RETRY_DELAY_NS = 250_000_000
@@ -159,16 +162,19 @@ class NodeFaults:
     """When each node could not be counted on to vote: from a fault on it to
     its heal plus slack, or plus two guard windows (the guard, then the
     repair) for a fault that restarts, empties or replaces it. Also which
-    fault kinds were active when, for the per-kind liveness report."""
+    fault kinds were active when, for the per-kind liveness report. A fault
+    on a cluster member names the lock names whose slots it touched
+    ("names"); it counts only for those names."""
 
-    def __init__(self, nemesis, guard_window_ns):
-        self.healed = {}  # node -> [(from, healed)], the heal as logged (plus the guard windows)
+    def __init__(self, nemesis, guard_window_ns, nodes=NODES):
+        self.nodes = nodes
+        self.healed = {}  # node -> [(from, healed, names or None)], the heal as logged (plus the guard windows)
         self.active = []  # (from, to, kind), nodes and client pauses
         open_at = {}
         for e in nemesis:
             if e["op"] == "start":
                 # Every node is brand-new: the guard keeps it out as after a restart.
-                for n in range(NODES):
+                for n in range(nodes):
                     self.close(n, "cluster_start", e["t"], e["t"], guard_window_ns)
                 continue
             kind = e.get("kind")
@@ -180,27 +186,31 @@ class NodeFaults:
                 elif ("pause", e.get("pid")) in open_at:
                     self.active.append((open_at.pop(("pause", e.get("pid"))), e["t"], kind))
                 continue
+            names = tuple(e["names"]) if "names" in e else None
             for n in e.get("nodes", []):
                 if e["op"] == "fault":
-                    open_at[(kind, n)] = e["t"]
+                    open_at[(kind, n)] = (e["t"], names)
                 elif (kind, n) in open_at:
-                    self.close(n, kind, open_at.pop((kind, n)), e["t"], guard_window_ns)
+                    t, names = open_at.pop((kind, n))
+                    self.close(n, kind, t, e["t"], guard_window_ns, names)
         for (kind, n), t in open_at.items():
             if kind == "pause":
                 self.active.append((t, float("inf"), "client_pause"))
             else:
-                self.close(n, kind, t, float("inf"), guard_window_ns)
+                self.close(n, kind, t[0], float("inf"), guard_window_ns, t[1])
 
-    def close(self, node, kind, start, healed, window):
+    def close(self, node, kind, start, healed, window, names=None):
         extra = 2 * window if kind.startswith(NEEDS_WINDOW) else 0
-        self.healed.setdefault(node, []).append((start, healed + extra))
+        self.healed.setdefault(node, []).append((start, healed + extra, names))
         self.active.append((start, healed + extra, kind.split(":")[0]))
 
-    def voting_throughout(self, start, end, after_heal=0):
+    def voting_throughout(self, start, end, after_heal=0, name=None):
         """Nodes that no fault touched during [start, end], a fault reaching
-        `after_heal` ns further than its heal (plus slack)."""
-        return sum(1 for n in range(NODES)
-                   if not any(a <= end and b + after_heal + SLACK_NS >= start for a, b in self.healed.get(n, [])))
+        `after_heal` ns further than its heal (plus slack); for `name`, a
+        fault that names other names does not count."""
+        return sum(1 for n in range(self.nodes)
+                   if not any(a <= end and b + after_heal + SLACK_NS >= start and (ns is None or name in ns)
+                              for a, b, ns in self.healed.get(n, [])))
 
     def kinds_during(self, start, end):
         return sorted({k for a, b, k in self.active if a <= end and b >= start}) or ["none"]
@@ -225,7 +235,9 @@ class Checker:
         self.enforce, self.final = read_resource(os.path.join(run_dir, "resource.bin"), self.resource_names)
         self.pauses = Pauses(self.nemesis)
         window_ms = self.meta.get("guard_window_ms")
-        self.node_faults = NodeFaults(self.nemesis, window_ms * 1_000_000 if window_ms else DEFAULT_GUARD_WINDOW_NS)
+        self.nodes = self.meta.get("nodes", NODES)
+        self.node_faults = NodeFaults(self.nemesis, window_ms * 1_000_000 if window_ms else DEFAULT_GUARD_WINDOW_NS,
+                                      self.nodes)
         self.liveness_by_fault = {}
         self.semaphore_liveness_by_fault = {}
         self.why = {}
@@ -493,7 +505,7 @@ class Checker:
         """Why failed call e is excused, or None when it is a violation (then
         self.why says what was wrong)."""
         start, end = e["start"], e["end"]
-        if self.node_faults.voting_throughout(start, end) < NODES // 2 + 1:
+        if self.node_faults.voting_throughout(start, end, name=e["name"]) < self.nodes // 2 + 1:
             return "quorum_touched"
         if self.pauses.paused_within([e["pid"]], start, end):
             return "caller_paused"
@@ -526,12 +538,12 @@ class Checker:
         for stretches no longer than a retry after a collision."""
         start, end = e["start"], e["end"]
         k = self.semaphores.get(e["name"], 1)
-        q = self.quorum_of.get(proc, NODES // 2 + 1)
+        q = self.quorum_of.get(proc, self.nodes // 2 + 1)
         # A node that a fault touched may keep a permit of an attempt whose
         # undo never reached it (sent while it was stopped, cut off or
         # resetting connections) for up to one expiry after the fault.
         reach = max((self.expiry_of[p] for p in self.quorum_of), default=0)
-        if self.node_faults.voting_throughout(start, end, after_heal=reach) < q:
+        if self.node_faults.voting_throughout(start, end, after_heal=reach, name=e["name"]) < q:
             return "quorum_touched"
         if self.pauses.paused_within([e["pid"]], start, end):
             return "caller_paused"

@@ -29,6 +29,7 @@ class History:
         self.events, self.runs, self.nemesis, self.clients = [], [], [], []
         self.counter = 0
         self.permits = 0  # k of semaphore SEM, 0 = no semaphore in the run
+        self.nodes = None  # run.json's "nodes" (cluster members), None = the default 5
 
     def sem_client(self, proc, permits=2, quorum=4, expiry_ms=1000, pid=None):
         """A semaphore client of SEM (k = permits), as chaos_client semaphore records it."""
@@ -114,9 +115,10 @@ class History:
         if leave_at is None:  # killed in the section: drop its leave
             self.events.pop()
 
-    def node_fault(self, kind, nodes, start, end):
-        self.nemesis.append({"t": start, "op": "fault", "kind": kind, "nodes": nodes})
-        self.nemesis.append({"t": end, "op": "heal", "kind": kind, "nodes": nodes})
+    def node_fault(self, kind, nodes, start, end, names=None):
+        extra = {} if names is None else {"names": names}
+        self.nemesis.append(dict({"t": start, "op": "fault", "kind": kind, "nodes": nodes}, **extra))
+        self.nemesis.append(dict({"t": end, "op": "heal", "kind": kind, "nodes": nodes}, **extra))
 
     def pause(self, pid, start, end):
         self.nemesis.append({"t": start, "op": "fault", "kind": "client_pause", "pid": pid})
@@ -138,7 +140,7 @@ class History:
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump({"seed": 1, "config": "test", "duration": 1, "names": NAMES,
                        "semaphores": {SEM: self.permits} if self.permits else {},
-                       "resource_names": NAMES + slots}, f)
+                       "resource_names": NAMES + slots, **({"nodes": self.nodes} if self.nodes else {})}, f)
         counter = self.counter if counter is None else counter
         with open(os.path.join(self.dir, "resource.bin"), "wb") as f:
             f.write(struct.pack("<QQQ", 0x31534F4148435352, 1 + len(slots), 1).ljust(64, b"\0"))
@@ -339,6 +341,22 @@ class LivenessTest(unittest.TestCase):
         self.assertEqual(s["violations"]["liveness"], 0)
         self.assertEqual(s["liveness_by_fault"]["pause_long"]["excused"], {"quorum_touched": 1})
         self.assertEqual(s["liveness_by_fault"]["stall"]["lock_calls"], 1)
+
+    def test_a_cluster_fault_excuses_only_the_names_whose_slots_it_touched(self):
+        # 3 cluster members (quorum 2): failovers on two members, each of a
+        # master serving another name's slot, do not excuse a failure of "a";
+        # the same failovers naming "a" do.
+        for names, violations in ((["b"], 1), (["a", "b"], 0)):
+            h = History()
+            h.nodes = 3
+            h.client(2)
+            h.node_fault("kill_promote", [0], 100 * MS, 200 * MS, names=names)
+            h.node_fault("reshard", [1], 100 * MS, 200 * MS, names=names)
+            h.lock(2, 1000 * MS, 4000 * MS, token=0, until=0, ok=False)
+            s = h.summary()
+            self.assertEqual(s["violations"]["liveness"], violations, names)
+            if not violations:
+                self.assertEqual(s["liveness_by_fault"]["kill_promote"]["excused"], {"quorum_touched": 1})
 
     def test_a_node_restarted_empty_does_not_vote_for_two_guard_windows_after_its_restart(self):
         h = History()

@@ -15,7 +15,16 @@ def summary_line(s):
             "acquired), %d grants, %d redsync-lock runs; faults: %s; violations: %s" % (
                 s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"],
                 o.get("acquire_calls", 0), 100 * o.get("semaphore_liveness", 0), o["grants"],
-                o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])))
+                o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])) + _cluster_line(s))
+
+
+def _cluster_line(s):
+    c = s.get("cluster")
+    if not c:
+        return ""
+    return ("; cluster members: %d failovers + %d reshardings injected, %d of %d lagging promotions lost writes, "
+            "%d faults went wrong" % (c["failovers"], c["reshards"], c["lagging_promotions_that_lost_writes"],
+                                       c["lagging_promotions"], c["errors"]))
 
 
 def _liveness_table(lv, calls):
@@ -46,6 +55,19 @@ def markdown(s):
         "| `redsync lock` runs | %d (exit statuses: %s) |" % (o["cli_runs"], _counts(o["cli_exit_status"])),
         "| fencing enforced by the resource | %s |" % ("yes" if s["fencing_enforced"] else "no (meta-test)"),
     ]
+    c = s.get("cluster")
+    if c:
+        rows += [
+            "| cluster members | %d, each %d masters with %d replica each, cluster-node-timeout %d ms |" % (
+                c["members"], c["masters_per_member"], c["replicas_per_master"], c["cluster_node_timeout_ms"]),
+            "| **failovers + reshardings injected** | **%d** (%d failovers, %d reshardings) |" % (
+                c["failovers"] + c["reshards"], c["failovers"], c["reshards"]),
+            "| a whole member down and back empty | %d |" % c["whole_member_down"],
+            "| lagging promotions that lost writes (replication bytes) | %d of %d%s |" % (
+                c["lagging_promotions_that_lost_writes"], c["lagging_promotions"],
+                " (lagging needs root: skipped)" if c["lagging_needs_root"] else ""),
+            "| cluster faults that went wrong (the member recovered, or was formed again) | %d |" % c["errors"],
+        ]
     for k in sorted(s["faults"]):
         rows.append("| fault: %s | %d |" % (k, s["faults"][k]))
     for k in sorted(s["skipped_faults"]):
