@@ -153,11 +153,16 @@ int main(int argc, char** argv) {
   }
 
   const std::map<std::string_view, std::function<bench::json(const bench::config&)>> runs{
-      {"floor", bench::run_floor},           {"cycle", bench::run_cycle},
-      {"throughput", bench::run_throughput}, {"handover", bench::run_handover},
-      {"degraded", bench::run_degraded},     {"failed_lock", bench::run_failed_lock},
-      {"memory", bench::run_memory},         {"ladder", bench::run_ladder},
-      {"contention", bench::run_contention}, {"semaphore", bench::run_semaphore},
+      {"floor", bench::run_floor},
+      {"cycle", bench::run_cycle},
+      {"throughput", bench::run_throughput},
+      {"handover", bench::run_handover},
+      {"degraded", bench::run_degraded},
+      {"failed_lock", bench::run_failed_lock},
+      {"memory", bench::run_memory},
+      {"ladder", bench::run_ladder},
+      {"contention", bench::run_contention},
+      {"semaphore", bench::run_semaphore},
       {"cluster", bench::run_cluster},
       {"durable", bench::run_durable},  // every node needs a replica: scripts/bench --only-durable
   };

@@ -190,7 +190,8 @@ void cluster_router::send_to(std::shared_ptr<pending> p, node_pool& pool, bool a
     // section 9), and no cpu/stats/clients sections for the server to
     // format. Several sections in one INFO need Redis 7.0, as cluster
     // members do anyway (SPUBLISH, SSUBSCRIBE).
-    static const wire_command info = encode_command({"INFO", "server", "replication", "memory", "persistence"});
+    static const wire_command info =
+        encode_command({"INFO", "server", "replication", "memory", "persistence"});
     pool.send(p->route, info, left, [this, address = pool.address()](command_result&& r) {
       if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
     });
