@@ -114,14 +114,17 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
   // the master that ran each call (command_result::served_by).
   for (std::size_t i = 0; i < pools_.size(); ++i) {
     if (pools_[i]->pool()) {
-      pools_[i]->pool()->on_server_info([this, i](const reply& info) {
+      pools_[i]->pool()->on_server_info([this, i, open = info_open_](const reply& info) {
+        if (!*open) return;
         trust_->on_server_info(i, info);
         for (auto& [slot, t] : slot_trust_) t->on_server_info(i, info);
       });
     } else {
-      pools_[i]->router()->on_server_info([this, i](const std::string& address, const reply& info) {
-        cluster_ids_[i][address] = identify_server(info, script_mode_);
-      });
+      pools_[i]->router()->on_server_info(
+          [this, i, open = info_open_](const std::string& address, const reply& info) {
+            if (!*open) return;
+            cluster_ids_[i][address] = identify_server(info, script_mode_);
+          });
     }
   }
 }
@@ -210,6 +213,7 @@ void engine::shut_down(std::function<void()> closed) {
   // handed to the closer, which starts once those releases were answered or
   // shutdown_timeout has passed. The closer does not touch the engine: an
   // engine destroyed on its own loop thread is gone by then.
+  *info_open_ = false;  // before winding up: its releases' INFO replies come after we may be gone
   wind_up_tasks();
   trust_->close();
   for (auto& [slot, t] : slot_trust_) t->close();

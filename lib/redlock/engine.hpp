@@ -122,6 +122,11 @@ class engine {
   std::vector<std::unique_ptr<member>> pools_;
   std::size_t size_ = 0;
   bool has_cluster_ = false;
+  // Loop thread: true until shut_down. The INFO listeners given to the
+  // pools and routers check it: connections outlive an engine destroyed on
+  // its own loop thread (they drain), and their INFO replies must not reach
+  // it then.
+  std::shared_ptr<bool> info_open_ = std::make_shared<bool>(true);
   std::shared_ptr<cleanup_drain> drain_ = std::make_shared<cleanup_drain>();
   const std::chrono::milliseconds shutdown_timeout_;
   std::unique_ptr<release_listener> listener_;
