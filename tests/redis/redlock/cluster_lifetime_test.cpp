@@ -3,6 +3,7 @@
 // members).
 #include "fresh_nodes.hpp"
 #include "names.hpp"
+#include "on_loop_thread.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
 
@@ -11,7 +12,6 @@
 #include <doctest/doctest.h>
 
 #include <uv.h>
-
 
 #include <functional>
 #include <future>
@@ -23,6 +23,7 @@ using namespace std::chrono_literals;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_cluster;
+using redsync::test::run_on_loop_thread;
 using redsync::test::unique_name;
 
 // The router sends INFO before every command on a cluster member and hands
@@ -32,7 +33,8 @@ using redsync::test::unique_name;
 // resumed after the destruction, must not reach it (they did: a
 // use-after-free found by an attack review; ASan or valgrind show it).
 TEST_CASE(
-    "a Redsync with a cluster member destroyed on its own loop thread mid-round: INFO replies during the drain "
+    "a Redsync with a cluster member destroyed on its own loop thread mid-round: INFO replies during the "
+    "drain "
     "reach nothing freed") {
   redis_cluster cl(cluster_config{.masters = 3, .node_timeout_ms = 20000});
   uv_loop_t loop;
@@ -43,7 +45,8 @@ TEST_CASE(
   std::optional<redsync::Redsync> rs;
   rs.emplace(std::vector<std::string>{cl.uri()}, fresh_nodes({.loop = &loop, .shutdown_timeout = 3000ms}));
   std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
-  auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.expiry = 20s, .tries = 1, .timeout_factor = 0.2}));
+  auto m = std::make_unique<redsync::Mutex>(
+      rs->new_mutex(name, {.expiry = 20s, .tries = 1, .timeout_factor = 0.2}));
   {
     auto warm = rs->new_mutex(name);  // the same slot: surveyed before the round below
     REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
@@ -59,24 +62,13 @@ TEST_CASE(
   std::promise<redsync::result> answered;
   m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
   std::this_thread::sleep_for(300ms);  // INFO + script written into the paused master's socket
-  struct destroyer {
-    uv_async_t handle;
-    std::function<void()> run;
-  } d;
-  std::promise<void> destroyed;
-  d.run = [&] {
-    m.reset();
-    rs.reset();
-    destroyed.set_value();
-  };
-  d.handle.data = &d;
-  uv_async_init(&loop, &d.handle, [](uv_async_t* h) {
-    auto* self = static_cast<destroyer*>(h->data);
-    self->run();
-    uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
-  });
-  uv_async_send(&d.handle);
-  REQUIRE(destroyed.get_future().wait_for(3s) == std::future_status::ready);
+  REQUIRE(run_on_loop_thread(
+      &loop,
+      [&] {
+        m.reset();
+        rs.reset();
+      },
+      3s));
   for (std::size_t i = 0; i < cl.size(); ++i) cl[i].resume();
   auto f = answered.get_future();
   REQUIRE(f.wait_for(5s) == std::future_status::ready);

@@ -4,6 +4,7 @@
 
 #include "fresh_nodes.hpp"
 #include "names.hpp"
+#include "on_loop_thread.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -31,6 +32,7 @@ using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
+using redsync::test::run_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
@@ -348,24 +350,13 @@ TEST_SUITE("lifetime") {
     REQUIRE(
         wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
     // Destroy the Mutex and the Redsync on the loop's own thread.
-    struct destroyer {
-      uv_async_t handle;
-      std::function<void()> run;
-    } d;
-    std::promise<void> destroyed;
-    d.run = [&] {
-      m.reset();
-      rs.reset();
-      destroyed.set_value();
-    };
-    d.handle.data = &d;
-    uv_async_init(&loop, &d.handle, [](uv_async_t* h) {
-      auto* self = static_cast<destroyer*>(h->data);
-      self->run();
-      uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
-    });
-    uv_async_send(&d.handle);
-    REQUIRE(destroyed.get_future().wait_for(3s) == std::future_status::ready);
+    REQUIRE(run_on_loop_thread(
+        &loop,
+        [&] {
+          m.reset();
+          rs.reset();
+        },
+        3s));
     // Node 2 wakes: its answer to the acquisition, then the release, arrive
     // while the pools drain, after the engine is gone.
     c[2].resume();
