@@ -26,7 +26,8 @@ inline bool run_on_loop_thread(uv_loop_t* loop, std::function<void()> fn, std::c
     auto* self = static_cast<call*>(h->data);
     self->fn();
     self->done.set_value();
-    uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* closed) { delete static_cast<call*>(closed->data); });
+    uv_close(reinterpret_cast<uv_handle_t*>(h),
+             [](uv_handle_t* closed) { delete static_cast<call*>(closed->data); });
   });
   uv_async_send(&c->handle);
   return returned.wait_for(bound) == std::future_status::ready;
