@@ -318,57 +318,75 @@ TEST_SUITE("lifetime") {
   }
 
   TEST_CASE(
-      "a Redsync destroyed on its application-owned loop's thread mid-round survives the answers that "
-      "arrive after it is gone, and leaves no key") {
+      "a Redsync destroyed on its application-owned loop's thread mid-round survives the answers and the "
+      "failures that arrive after it is gone, and leaves no key") {
     // The engine returns from its destructor at once on its own loop's
     // thread; the pools drain afterwards, so a frozen node's answer to the
     // round in flight arrives after the engine is gone (run under ASan:
-    // the round must not touch it).
-    cluster c(3);
-    uv_loop_t loop;
-    REQUIRE(uv_loop_init(&loop) == 0);
-    uv_async_t stop;
-    uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+    // the round must not touch it). Frozen past the drain's bound, the
+    // node's connection is closed instead, and the abandon's release to it
+    // fails after the engine is gone: the release sender must not touch the
+    // engine either (it read `shutting_down` from it: found by reading).
+    for (const bool frozen_past_drain : {false, true}) {
+      CAPTURE(frozen_past_drain);
+      cluster c(3);
+      uv_loop_t loop;
+      REQUIRE(uv_loop_init(&loop) == 0);
+      uv_async_t stop;
+      uv_async_init(&loop, &stop,
+                    [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
 
-    const auto name = unique_name("destroyed-on-loop");
-    std::optional<redsync::Redsync> rs;
-    // Made before the loop runs: libuv handles are created on the loop's
-    // thread or while nobody runs it.
-    rs.emplace(c.uris(), fresh_nodes({.loop = &loop, .shutdown_timeout = 3000ms}));
-    std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
-    auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.tries = 1}));
-    {
-      // Every node's record is surveyed first, so the round below goes out.
-      auto warm = rs->new_mutex(unique_name("destroyed-on-loop-warm"));
-      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
-      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
+      const auto name = unique_name("destroyed-on-loop");
+      std::optional<redsync::Redsync> rs;
+      // Made before the loop runs: libuv handles are created on the loop's
+      // thread or while nobody runs it.
+      const auto drain_bound = frozen_past_drain ? 300ms : 3000ms;
+      rs.emplace(c.uris(), fresh_nodes({.loop = &loop, .shutdown_timeout = drain_bound}));
+      std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+      const auto expiry = 4s;
+      auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.expiry = expiry, .tries = 1}));
+      {
+        // Every node's record is surveyed first, so the round below goes out.
+        auto warm = rs->new_mutex(unique_name("destroyed-on-loop-warm"));
+        REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
+        REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
+      }
+      c[2].pause();
+      std::promise<redsync::result> answered;
+      m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
+      // Nodes 0 and 1 answer, node 2 is frozen: the round waits for it.
+      REQUIRE(
+          wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
+      // Destroy the Mutex and the Redsync on the loop's own thread.
+      REQUIRE(run_on_loop_thread(
+          &loop,
+          [&] {
+            m.reset();
+            rs.reset();
+          },
+          3s));
+      auto f = answered.get_future();
+      if (frozen_past_drain) {
+        // The drain gives up on node 2 and its connection is closed: the
+        // round's send and the release fail after the engine is gone.
+        std::this_thread::sleep_for(drain_bound + 1s);
+        CHECK(f.wait_for(0s) == std::future_status::ready);
+      }
+      // Node 2 wakes: its answer to the acquisition, then the release, arrive
+      // while the pools drain, after the engine is gone (or, past the bound,
+      // it runs the SET from its closed socket: that key expires).
+      c[2].resume();
+      REQUIRE(f.wait_for(5s) == std::future_status::ready);
+      CHECK_FALSE(f.get().ok());
+      for (std::size_t i = 0; i < c.size(); ++i)
+        CHECK_MESSAGE(wait_until([&] { return !redis_client(c[i]).exists(name); },
+                                 i == 2 && frozen_past_drain ? expiry + 5s : 5s),
+                      "node ", i);
+
+      uv_async_send(&stop);
+      runner.join();
+      CHECK(uv_loop_close(&loop) == 0);
     }
-    c[2].pause();
-    std::promise<redsync::result> answered;
-    m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
-    // Nodes 0 and 1 answer, node 2 is frozen: the round waits for it.
-    REQUIRE(
-        wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
-    // Destroy the Mutex and the Redsync on the loop's own thread.
-    REQUIRE(run_on_loop_thread(
-        &loop,
-        [&] {
-          m.reset();
-          rs.reset();
-        },
-        3s));
-    // Node 2 wakes: its answer to the acquisition, then the release, arrive
-    // while the pools drain, after the engine is gone.
-    c[2].resume();
-    auto f = answered.get_future();
-    REQUIRE(f.wait_for(5s) == std::future_status::ready);
-    CHECK_FALSE(f.get().ok());
-    for (std::size_t i = 0; i < c.size(); ++i)
-      CHECK_MESSAGE(wait_until([&] { return !redis_client(c[i]).exists(name); }, 5s), "node ", i);
-
-    uv_async_send(&stop);
-    runner.join();
-    CHECK(uv_loop_close(&loop) == 0);
   }
 
 }  // TEST_SUITE
