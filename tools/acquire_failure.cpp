@@ -64,7 +64,7 @@ kind kind_of(const node_result& n) {
 // The library's words for its script mode, in the tool's: the user typed
 // --script-mode, not redsync_options::script_mode (node_trust.cpp and
 // script_call.cpp name the field in their messages).
-std::string in_tool_terms(std::string message) {
+std::string script_mode_in_tool_terms(std::string message) {
   constexpr std::pair<std::string_view, std::string_view> names[] = {
       {"redsync_options::script_mode = functions", "--script-mode functions"},
       {"redsync_options::script_mode is functions", "--script-mode is functions"},
@@ -92,13 +92,13 @@ std::string reason_of(const node_result& n) {
       case server_error::wrongpass: return "WRONGPASS: wrong user name or password in the node URI";
       case server_error::noperm:
         return fmt::format("NOPERM: the ACL user lacks a right redsync needs (docs/acl.md): {}",
-                           in_tool_terms(n.message));
-      default: return n.message.empty() ? std::string("error reply") : in_tool_terms(n.message);
+                           script_mode_in_tool_terms(n.message));
+      default: return n.message.empty() ? std::string("error reply") : script_mode_in_tool_terms(n.message);
     }
   }
   if (n.status == node_status::not_awaited) return "not awaited";
   if (is_tls_refusal(n.message)) return with_tls_hint(n.message);
-  if (!n.message.empty()) return in_tool_terms(n.message);
+  if (!n.message.empty()) return script_mode_in_tool_terms(n.message);
   return std::string(to_string(n.status));
 }
 

@@ -1,4 +1,5 @@
 #include "lock_line.hpp"
+#include "reply_number.hpp"
 
 #include <fmt/format.h>
 
@@ -13,13 +14,6 @@ namespace {
 // (lib/redlock/scripts.hpp: reserved_value_prefix).
 constexpr std::string_view reserved_prefix{"\0redsync:next\0", 14};
 
-std::optional<long long> number(std::string_view s) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 }  // namespace
 
 std::vector<std::vector<std::string>> line_commands(const std::string& name) {
@@ -32,7 +26,7 @@ void add_line(std::vector<waiter>& line, const probe_reply& members, const probe
   if (members.type != kind::array || leases.type != kind::array) return;
   const auto lease_of = [&](const std::string& value) -> std::optional<long long> {
     for (std::size_t i = 0; i + 1 < leases.elements.size(); i += 2) {
-      if (leases.elements[i].str == value) return number(leases.elements[i + 1].str);
+      if (leases.elements[i].str == value) return reply_number(leases.elements[i + 1].str);
     }
     return std::nullopt;
   };
@@ -58,8 +52,8 @@ void add_line(std::vector<waiter>& line, const probe_reply& members, const probe
 
 std::optional<long long> server_ms(const probe_reply& time) {
   if (time.type != probe_reply::kind::array || time.elements.size() != 2) return std::nullopt;
-  const auto secs = number(time.elements[0].str);
-  const auto micros = number(time.elements[1].str);
+  const auto secs = reply_number(time.elements[0].str);
+  const auto micros = reply_number(time.elements[1].str);
   if (!secs || !micros) return std::nullopt;
   return *secs * 1000 + *micros / 1000;
 }
@@ -68,7 +62,7 @@ std::optional<long long> fence_of(const probe_reply& record) {
   if (record.type != probe_reply::kind::array || record.elements.empty()) return std::nullopt;
   const probe_reply& f = record.elements[0];
   if (f.type != probe_reply::kind::string) return std::nullopt;
-  return number(f.str);
+  return reply_number(f.str);
 }
 
 std::optional<std::string> reserved_for(std::string_view key_value) {

@@ -119,7 +119,7 @@ class probe_link {
   std::string error_;
 };
 
-std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
+std::chrono::microseconds elapsed_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
 }
 
@@ -175,10 +175,10 @@ void probe_one(const node_options& node, const std::vector<std::vector<std::stri
       explain(node, timeout, out);
       return;
     }
-    if (i == 0) out.first_reply = since(start);
+    if (i == 0) out.first_reply = elapsed_since(start);
     out.replies.push_back(convert(*r));
   }
-  out.round_trip = since(start);
+  out.round_trip = elapsed_since(start);
   // A server that needs a password refuses every command: that is the
   // node's answer, not one command's.
   for (const auto& r : out.replies) {

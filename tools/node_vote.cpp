@@ -1,4 +1,5 @@
 #include "node_vote.hpp"
+#include "reply_number.hpp"
 
 #include "human_duration.hpp"
 
@@ -31,13 +32,6 @@ std::string_view info_field(std::string_view info, std::string_view key) {
     at += key.size();
   }
   return {};
-}
-
-std::optional<long long> number(std::string_view s) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 node_vote never(std::string why) {
@@ -146,13 +140,13 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
   // The guard window: the longest expiry any client used on the node, or
   // this client's own if longer.
   const milliseconds window_ms =
-      std::max(ttl, milliseconds{get(window) ? number(*get(window)).value_or(0) : 0});
+      std::max(ttl, milliseconds{get(window) ? reply_number(*get(window)).value_or(0) : 0});
   const std::string window_text = human_duration(window_ms);
   // The server's clock (TIME), in ms.
   std::optional<long long> now_ms;
   if (time.type == kind::array && time.elements.size() == 2) {
-    const auto secs = number(time.elements[0].str);
-    const auto micros = number(time.elements[1].str);
+    const auto secs = reply_number(time.elements[0].str);
+    const auto micros = reply_number(time.elements[1].str);
     if (secs && micros) now_ms = *secs * 1000 + *micros / 1000;
   }
   if (get(run) != std::string_view(identity)) {
@@ -172,7 +166,7 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
       const auto first = mark->find(' ');
       const auto second = first == std::string_view::npos ? first : mark->find(' ', first + 1);
       if (second != std::string_view::npos && mark->substr(second + 1) == identity) {
-        marked_ms = number(mark->substr(0, first));
+        marked_ms = reply_number(mark->substr(0, first));
       }
     }
     if (marked_ms && now_ms && *now_ms >= *marked_ms) {
@@ -193,7 +187,7 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
   }
   // Verified: the restart guard keeps it out until a window has passed since
   // it was first seen unverified (server clock, so every client agrees).
-  const auto since_ms = get(since) ? number(*get(since)) : std::nullopt;
+  const auto since_ms = get(since) ? reply_number(*get(since)) : std::nullopt;
   if (!since_ms || !now_ms) return {node_vote::state::votes, {}, std::nullopt};
   if (*since_ms > *now_ms) {
     return {node_vote::state::not_yet,

@@ -22,7 +22,7 @@ namespace {
 
 constexpr long long ns_per_ms = 1'000'000;
 constexpr long long ns_per_s = 1'000'000'000;
-constexpr long long never = LLONG_MAX;
+constexpr long long no_deadline = LLONG_MAX;
 
 long long now_ns() noexcept {
   timespec ts{};
@@ -182,8 +182,8 @@ void close_all_but(int a, int b) noexcept {
 
   deadline_state deadline{.until = plan.valid_until_ns, .lost = false, .open = plan.deadline_fd >= 0};
   bool command_done = false;
-  bool terminating = false;   // the group has had SIGTERM
-  long long kill_at = never;  // --kill-grace after the SIGTERM
+  bool terminating = false;         // the group has had SIGTERM
+  long long kill_at = no_deadline;  // --kill-grace after the SIGTERM
   auto terminate_group = [&](long long now) {
     if (terminating) return;
     terminating = true;
@@ -224,8 +224,8 @@ void close_all_but(int a, int b) noexcept {
     // A validity end whose successor has not come: the tool is stopped or
     // cannot extend. The SIGKILL must land before it, so the SIGTERM goes
     // out term_lead before it, whatever --kill-grace says (deadline.hpp).
-    const long long term_by = deadline.until > 0 ? deadline.until - plan.term_lead_ns : never;
-    const long long kill_by = deadline.until > 0 ? deadline.until - plan.kill_margin_ns : never;
+    const long long term_by = deadline.until > 0 ? deadline.until - plan.term_lead_ns : no_deadline;
+    const long long kill_by = deadline.until > 0 ? deadline.until - plan.kill_margin_ns : no_deadline;
     if (!terminating && now >= term_by) {
       report(plan.report_fd, report_kind::deadline_term, ms_until(deadline.until, now));
       terminate_group(now);
@@ -238,7 +238,7 @@ void close_all_but(int a, int b) noexcept {
     long long wake_at = terminating ? (kill_at < kill_by ? kill_at : kill_by) : term_by;
     if (signals < 0 && wake_at - now > poll_without_signalfd) wake_at = now + poll_without_signalfd;
     pollfd fds[2] = {{signals, POLLIN, 0}, {deadline.open ? plan.deadline_fd : -1, POLLIN, 0}};
-    if (wake_at == never) {
+    if (wake_at == no_deadline) {
       ::ppoll(fds, 2, nullptr, nullptr);
     } else {
       const long long left = wake_at - now;

@@ -1,6 +1,7 @@
 // A Mutex over cluster members (docs/cluster.md): every member a whole local
 // Redis Cluster, or a mix of clusters and standalone nodes, against real
 // servers. The keys are the cluster layout ({NAME}, redsync:node:{T}).
+#include "cluster_set.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -29,30 +30,15 @@ using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
+using redsync::test::three_master_clusters;
 using redsync::test::unique_name;
+using redsync::test::value_on;
 using redsync::test::wait_until;
-
-namespace {
-
-// The value of `key` on the master of its slot in `cl`.
-std::string value_on(redis_cluster& cl, const std::string& key) {
-  redis_client c(cl[cl.owner(redsync::detail::key_slot(key))]);
-  return c.get(key).value_or("");
-}
-
-std::vector<std::unique_ptr<redis_cluster>> clusters(std::size_t n) {
-  std::vector<std::unique_ptr<redis_cluster>> out;
-  for (std::size_t i = 0; i < n; ++i)
-    out.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
-  return out;
-}
-
-}  // namespace
 
 TEST_SUITE_BEGIN("cluster");
 
 TEST_CASE("a mutex locks, extends and unlocks over three cluster members (each 3 masters)") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   const std::vector<std::string> uris{cls[0]->uri(), cls[1]->uri(), cls[2]->uri()};
   redsync::Redsync rs(uris, fresh_nodes());
   REQUIRE(rs.node_count() == 3);
@@ -91,7 +77,7 @@ TEST_CASE("a mutex locks, extends and unlocks over three cluster members (each 3
 }
 
 TEST_CASE("auto-extension keeps a lock over cluster members past its expiry") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, fresh_nodes());
   const std::string name = unique_name("cluster-auto");
   auto m = rs.new_mutex(name, {.expiry = 600ms, .auto_extend = true});
@@ -126,7 +112,7 @@ TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its
 
 TEST_CASE(
     "a lock held across a slot migration is released: TRYAGAIN is no answer, retried until the move ends") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, fresh_nodes());
   const std::string name = unique_name("cluster-migrating");
   const std::string key = cluster_lock_key(name);

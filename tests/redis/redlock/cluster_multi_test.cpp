@@ -2,6 +2,7 @@
 // (docs/cluster.md, "Multi-name locks"): one call per slot group per member,
 // each member all-or-nothing, tokens per slot. Against real local clusters
 // (and a mixed set); the keys are checked on the master of their slot.
+#include "cluster_set.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -31,17 +32,12 @@ using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
+using redsync::test::three_master_clusters;
 using redsync::test::unique_name;
+using redsync::test::value_on;
 using redsync::test::wait_until;
 
 namespace {
-
-std::vector<std::unique_ptr<redis_cluster>> clusters(std::size_t n) {
-  std::vector<std::unique_ptr<redis_cluster>> out;
-  for (std::size_t i = 0; i < n; ++i)
-    out.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
-  return out;
-}
 
 std::vector<std::string> uris(const std::vector<std::unique_ptr<redis_cluster>>& cls) {
   std::vector<std::string> out;
@@ -65,10 +61,6 @@ redis_client client_for(redis_cluster& cl, const std::string& key) {
   return redis_client(cl[cl.owner(key_slot(key))]);
 }
 
-std::string value_on(redis_cluster& cl, const std::string& key) {
-  return client_for(cl, key).get(key).value_or("");
-}
-
 // Every key whose name contains `base`, on every master of `cl`.
 std::set<std::string> keys_with(redis_cluster& cl, const std::string& base) {
   std::set<std::string> out;
@@ -86,7 +78,7 @@ TEST_SUITE_BEGIN("cluster");
 TEST_CASE(
     "a multi-name lock over three slots on three cluster members excludes every lock sharing a name, and "
     "its extend and unlock reach every group") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi"), 4);
   const std::vector<std::string> mine{names[0], names[1], names[2]};
@@ -153,7 +145,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a cluster member where one group is held by another votes no and keeps none of its other groups") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const std::string base = unique_name("multi-partial");
   const auto names = names_in_distinct_slots(base, 3);
@@ -197,7 +189,7 @@ TEST_CASE("a cluster member where one group is held by another votes no and keep
 }
 
 TEST_CASE("fencing tokens increase across locks that share a slot, through every group's record") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi-token"), 3);
   const auto take = [&](const std::vector<std::string>& ns) {
@@ -227,7 +219,7 @@ TEST_CASE("fencing tokens increase across locks that share a slot, through every
 }
 
 TEST_CASE("an extension of a multi-name lock fails once one group is gone on a quorum of cluster members") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi-gone"), 2);
   auto m = rs.new_multi_mutex(names, {.expiry = 5s});
@@ -246,7 +238,7 @@ TEST_CASE("an extension of a multi-name lock fails once one group is gone on a q
 
 TEST_CASE(
     "auto-extension keeps every group of a multi-name lock over cluster members alive past its expiry") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi-auto"), 3);
   auto m = rs.new_multi_mutex(names, {.expiry = 600ms, .auto_extend = true});
@@ -263,7 +255,7 @@ TEST_CASE(
 
 TEST_CASE(
     "the watchdog reports a multi-name lock lost once one group is gone on a quorum of cluster members") {
-  auto cls = clusters(3);
+  auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi-lost"), 2);
   auto m = rs.new_multi_mutex(names, {.expiry = 1s, .auto_extend = true});

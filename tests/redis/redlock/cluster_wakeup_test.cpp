@@ -113,7 +113,7 @@ void release_and_expect_wakeup(hold_and_wait& w) {
 }
 
 // Locks and unlocks `probe` once; true when every member's vote counted.
-bool all_vote(redsync::Mutex& probe) {
+bool every_member_votes(redsync::Mutex& probe) {
   auto r = probe.lock(redsync::context::timeout(20s));
   if (!r.ok()) return false;
   bool all = true;
@@ -158,9 +158,9 @@ void wakeup_after_slot_move(redis_cluster& cl, const std::string& name,
   const std::string probe_name = "{" + name + "}:probe";
   REQUIRE(cluster_name_slot(probe_name) == cluster_name_slot(name));
   auto probe_h = holding.new_mutex(probe_name, {.expiry = 1s, .tries = 100000});
-  REQUIRE(wait_until([&] { return all_vote(probe_h); }, 40s));
+  REQUIRE(wait_until([&] { return every_member_votes(probe_h); }, 40s));
   auto probe_w = waiting.new_mutex(probe_name, {.expiry = 1s, .tries = 100000});
-  REQUIRE(wait_until([&] { return all_vote(probe_w); }, 40s));
+  REQUIRE(wait_until([&] { return every_member_votes(probe_w); }, 40s));
   CHECK(w.holder.held());
   release_and_expect_wakeup(w);
 }

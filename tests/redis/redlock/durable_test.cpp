@@ -65,7 +65,7 @@ std::vector<std::unique_ptr<master_with_replica>> pairs(std::size_t n) {
   return out;
 }
 
-std::vector<std::string> uris(const std::vector<std::unique_ptr<master_with_replica>>& ps) {
+std::vector<std::string> master_uris(const std::vector<std::unique_ptr<master_with_replica>>& ps) {
   std::vector<std::string> out;
   for (const auto& p : ps) out.push_back(p->master.uri());
   return out;
@@ -113,7 +113,7 @@ TEST_CASE(
     "durable mode: a member whose replica is paused does not vote, with the reason, and the lock is "
     "acquired by the quorum of members whose replicas acknowledged") {
   auto ps = pairs(3);
-  redsync::Redsync rs(uris(ps), fresh_nodes());
+  redsync::Redsync rs(master_uris(ps), fresh_nodes());
   const std::string name = unique_name("durable-vote");
   auto m = rs.new_mutex(name, durable());
   auto r = m.lock(redsync::context::timeout(20s));
@@ -149,7 +149,7 @@ TEST_CASE(
     "durable mode: a lock is refused within the bound when too few members' replicas acknowledge, and no "
     "key is left on any member") {
   auto ps = pairs(3);
-  redsync::Redsync rs(uris(ps), fresh_nodes());
+  redsync::Redsync rs(master_uris(ps), fresh_nodes());
   const std::string name = unique_name("durable-refused");
   // Every node's record is verified by a first lock with every replica up.
   auto m = rs.new_mutex(name, durable());
@@ -230,7 +230,7 @@ TEST_CASE(
   for (const auto mode : {redsync::script_mode::eval, redsync::script_mode::functions}) {
     CAPTURE(static_cast<int>(mode));
     auto ps = pairs(3);
-    redsync::Redsync rs(uris(ps), fresh_nodes({.script_mode = mode}));
+    redsync::Redsync rs(master_uris(ps), fresh_nodes({.script_mode = mode}));
     auto m = rs.new_mutex(unique_name("durable-fallback"), durable());
     REQUIRE(m.lock(redsync::context::timeout(20s)).ok());
     REQUIRE(m.unlock(redsync::context::timeout(10s)).ok());

@@ -38,7 +38,7 @@ void vacate(redis_server& node, const std::string& name) {
   redis_client(node).command({"DEL", name});
 }
 
-redsync::mutex_options quick(redsync::mutex_options o = {}) {
+redsync::mutex_options quick_fencing(redsync::mutex_options o = {}) {
   o.retry_delay = [](int) { return 20ms; };
   return o;
 }
@@ -76,7 +76,7 @@ TEST_SUITE("fencing") {
 
     occupy(c[3], name);
     occupy(c[4], name);
-    auto first = rs.new_mutex(name, quick({.expiry = 300ms, .tries = 1}));
+    auto first = rs.new_mutex(name, quick_fencing({.expiry = 300ms, .tries = 1}));
     auto r1 = first.lock(redsync::context{});
     REQUIRE_MESSAGE(r1.ok(), r1.describe());
     const auto t = first.token().value;
@@ -113,7 +113,7 @@ TEST_SUITE("fencing") {
     prime_records(c.uris());
     const auto name = unique_name("fence-snapshot");
     redsync::Redsync rs(c.uris(), fresh_nodes());
-    auto m = rs.new_mutex(name, quick({.expiry = 2s}));
+    auto m = rs.new_mutex(name, quick_fencing({.expiry = 2s}));
     REQUIRE(m.lock(redsync::context{}).ok());
     REQUIRE(m.unlock(redsync::context{}).ok());
     // Node 2 saves a snapshot now, then serves ten more locks.
@@ -135,7 +135,7 @@ TEST_SUITE("fencing") {
             redis_client::reply::kind::string);
     occupy(c[0], name);
     occupy(c[1], name);
-    auto next = rs.new_mutex(name, quick({.expiry = 2s, .tries = 100}));
+    auto next = rs.new_mutex(name, quick_fencing({.expiry = 2s, .tries = 100}));
     auto r = next.lock(redsync::context::timeout(10s));
     REQUIRE_MESSAGE(r.ok(), r.describe());
     CHECK(next.token().value > t);
@@ -283,7 +283,7 @@ TEST_SUITE("fencing") {
     cluster c(3);
     prime_records(c.uris());
     redsync::Redsync rs(c.uris(), {.restart_guard = true, .restart_guard_window = 1500ms});
-    auto m = rs.new_mutex(unique_name("window"), quick({.expiry = 200ms, .tries = 1}));
+    auto m = rs.new_mutex(unique_name("window"), quick_fencing({.expiry = 200ms, .tries = 1}));
     const auto started = clock_type::now();
     auto r = m.lock(redsync::context{});
     // Stamped by prime_records() moments ago: a 200 ms expiry alone would

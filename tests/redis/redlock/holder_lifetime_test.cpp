@@ -7,6 +7,7 @@
 // of one Redsync look again.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -33,15 +34,13 @@ using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
+using redsync::test::script_calls;
+using redsync::test::semaphore_key;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string set_key(const std::string& name) {
-  return "redsync:sem:{" + name + "}";
-}
 
 std::string member_of(const redsync::permit& p) {
   return std::to_string(p.slot()) + ":" + p.id();
@@ -49,11 +48,7 @@ std::string member_of(const redsync::permit& p) {
 
 // Whether node `c` still lists the permit's member (live or not).
 bool has_member(redis_client& c, const std::string& name, const std::string& member) {
-  return !c.command({"ZSCORE", set_key(name), member}).str.empty();
-}
-
-long long script_calls(redis_client& c) {
-  return c.calls("evalsha") + c.calls("eval");
+  return !c.command({"ZSCORE", semaphore_key(name), member}).str.empty();
 }
 
 // Runs `body` in a forked child and returns its wait status (the child

@@ -2,6 +2,7 @@
 // tokens and the scope guard.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -28,17 +29,10 @@ using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
+using redsync::test::script_calls;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
-
-namespace {
-
-long long script_calls(redis_client& c) {
-  return c.calls("evalsha") + c.calls("eval");
-}
-
-}  // namespace
 
 TEST_SUITE("holding") {
   TEST_CASE("auto-extension keeps a 1 s lock alive for 5 s: PTTL never reaches 0 on any node") {

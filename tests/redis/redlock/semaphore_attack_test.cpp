@@ -4,6 +4,7 @@
 // comment, so the suite stays green until the lead fixes it.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -22,23 +23,15 @@
 using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
+using redsync::test::permits_on;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
+using redsync::test::script_calls;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-// Permits of `name` on one node, live or not yet dropped.
-long long permits_on(redis_client& c, const std::string& name) {
-  return c.command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
-}
-
-// Acquire and release script calls a node has served (EVALSHA or EVAL).
-long long script_calls(redis_client& c) {
-  return c.calls("evalsha") + c.calls("eval");
-}
 
 std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t n) {
   return {uris.begin(), uris.begin() + static_cast<std::ptrdiff_t>(n)};

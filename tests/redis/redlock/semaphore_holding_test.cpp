@@ -4,6 +4,7 @@
 // the expiries: the suite runs on loaded machines.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -23,24 +24,18 @@ using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
+using redsync::test::script_calls;
+using redsync::test::semaphore_key;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-std::string set_key(const std::string& name) {
-  return "redsync:sem:{" + name + "}";
-}
-
 // The permit's member on one node ("<slot>:<id>"), live or not.
-bool has_member(redis_client& c, const std::string& name, const redsync::permit& p) {
-  const auto r = c.command({"ZSCORE", set_key(name), std::to_string(p.slot()) + ":" + p.id()});
+bool holds_permit(redis_client& c, const std::string& name, const redsync::permit& p) {
+  const auto r = c.command({"ZSCORE", semaphore_key(name), std::to_string(p.slot()) + ":" + p.id()});
   return !r.str.empty();
-}
-
-long long script_calls(redis_client& c) {
-  return c.calls("evalsha") + c.calls("eval");
 }
 
 // Counts on_lost calls and remembers the last result.
@@ -101,7 +96,7 @@ TEST_SUITE("semaphore holding") {
     const auto end = clock_type::now() + 4s;
     int samples = 0;
     while (clock_type::now() < end) {
-      for (auto& cl : clients) CHECK(has_member(*cl, w.name, a.permit));
+      for (auto& cl : clients) CHECK(holds_permit(*cl, w.name, a.permit));
       CHECK(a.permit.held());
       ++samples;
       std::this_thread::sleep_for(100ms);
@@ -123,7 +118,7 @@ TEST_SUITE("semaphore holding") {
     auto token = a.permit.lost_token();
     CHECK_FALSE(token.stop_requested());
     for (std::size_t i : {0, 2})
-      redis_client(w.c[i]).command({"DEL", set_key(w.name), set_key(w.name) + ":permits"});
+      redis_client(w.c[i]).command({"DEL", semaphore_key(w.name), semaphore_key(w.name) + ":permits"});
     // The next extension (100 ms) hears "gone" from a quorum: lost at once,
     // well before the 2 s validity would run out.
     REQUIRE(wait_until([&] { return w.lost.calls.load() > 0; }, 1500ms));
@@ -137,7 +132,7 @@ TEST_SUITE("semaphore holding") {
     CHECK(a.permit.extend({}).error == redsync::errc::lost);
     // The release still removes it where it remained, and says it was lost.
     CHECK(a.permit.release({}).error == redsync::errc::lost);
-    CHECK_FALSE(has_member(*std::make_unique<redis_client>(w.c[1]), w.name, a.permit));
+    CHECK_FALSE(holds_permit(*std::make_unique<redis_client>(w.c[1]), w.name, a.permit));
   }
 
   TEST_CASE("the lost signal fires once, before the last computed until, when a quorum of nodes is frozen") {
@@ -195,7 +190,7 @@ TEST_SUITE("semaphore holding") {
     for (std::size_t i = 0; i < w.c.size(); ++i) {
       redis_client cl(w.c[i]);
       CHECK(script_calls(cl) == 0);
-      CHECK_FALSE(cl.exists(set_key(w.name)));
+      CHECK_FALSE(cl.exists(semaphore_key(w.name)));
     }
     CHECK(w.lost.calls.load() == 0);
     CHECK_FALSE(a.permit.lost());
@@ -219,7 +214,8 @@ TEST_SUITE("semaphore holding") {
         },
         2500ms));
     CHECK(b.permit.release({}).ok());
-    for (std::size_t i = 0; i < w.c.size(); ++i) CHECK_FALSE(redis_client(w.c[i]).exists(set_key(w.name)));
+    for (std::size_t i = 0; i < w.c.size(); ++i)
+      CHECK_FALSE(redis_client(w.c[i]).exists(semaphore_key(w.name)));
     CHECK(w.lost.calls.load() == 0);
   }
 

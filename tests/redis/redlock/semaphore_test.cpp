@@ -4,6 +4,7 @@
 // waking a waiter on release.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -25,6 +26,7 @@
 using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
+using redsync::test::permits_on;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
 using redsync::test::unique_name;
@@ -50,14 +52,9 @@ class fenced_resource {
   std::map<std::uint32_t, redsync::fencing_token> highest_;
 };
 
-redsync::semaphore_options quick(redsync::semaphore_options o = {}) {
+redsync::semaphore_options quick_semaphore(redsync::semaphore_options o = {}) {
   if (!o.retry_delay) o.retry_delay = [](int) { return 20ms; };
   return o;
-}
-
-// Permits of `name` on one node, expired or not.
-long long permits_on(redis_client& c, const std::string& name) {
-  return c.command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
 }
 
 }  // namespace
@@ -70,7 +67,7 @@ TEST_SUITE("semaphore") {
     constexpr int k = 2;
     constexpr int threads = 6;
     constexpr int rounds = 5;
-    auto sem = rs.new_semaphore(name, k, quick({.expiry = 5s, .tries = 1000}));
+    auto sem = rs.new_semaphore(name, k, quick_semaphore({.expiry = 5s, .tries = 1000}));
     REQUIRE(sem.quorum() == 4);
     std::atomic<int> inside{0};
     std::atomic<int> most{0};
@@ -112,7 +109,7 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-release");
-    auto sem = rs.new_semaphore(name, 2, quick({.expiry = 1s}));
+    auto sem = rs.new_semaphore(name, 2, quick_semaphore({.expiry = 1s}));
     auto a = sem.try_acquire({});
     auto b = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
@@ -156,7 +153,7 @@ TEST_SUITE("semaphore") {
   TEST_CASE("one try finds the free slot, whichever slot it asked for first") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
-    auto sem = rs.new_semaphore(unique_name("sem-slot"), 3, quick());
+    auto sem = rs.new_semaphore(unique_name("sem-slot"), 3, quick_semaphore());
     auto a = sem.try_acquire({});
     auto b = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
@@ -175,7 +172,7 @@ TEST_SUITE("semaphore") {
   TEST_CASE("extend pushes a permit's validity back while a quorum still has it") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
-    auto sem = rs.new_semaphore(unique_name("sem-extend"), 1, quick({.expiry = 1s}));
+    auto sem = rs.new_semaphore(unique_name("sem-extend"), 1, quick_semaphore({.expiry = 1s}));
     auto a = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
     const auto first_until = a.permit.until();
@@ -190,8 +187,8 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-mismatch");
-    auto two = rs.new_semaphore(name, 2, quick());
-    auto three = rs.new_semaphore(name, 3, quick());
+    auto two = rs.new_semaphore(name, 2, quick_semaphore());
+    auto three = rs.new_semaphore(name, 3, quick_semaphore());
     auto held = two.try_acquire({});
     REQUIRE_MESSAGE(held.ok(), held.describe());
     auto refused = three.acquire(redsync::context::timeout(10s));
@@ -217,7 +214,7 @@ TEST_SUITE("semaphore") {
     prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-down");
-    auto sem = rs.new_semaphore(name, 2, quick({.expiry = 2s}));
+    auto sem = rs.new_semaphore(name, 2, quick_semaphore({.expiry = 2s}));
     REQUIRE(sem.quorum() == 4);
     // N - q + 1 = 2 nodes down is where it stops: walk every single node and
     // every pair.
@@ -249,7 +246,7 @@ TEST_SUITE("semaphore") {
     prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-undo");
-    auto sem = rs.new_semaphore(name, 1, quick({.expiry = 20s}));
+    auto sem = rs.new_semaphore(name, 1, quick_semaphore({.expiry = 20s}));
     REQUIRE(sem.quorum() == 3);
     // Another holder's permit on nodes 0 and 1, and node 2 paused: the
     // attempt is granted by 3 and 4 only, and by 2 once it resumes.
@@ -274,7 +271,7 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-fence");
-    auto sem = rs.new_semaphore(name, 2, quick({.expiry = 500ms}));
+    auto sem = rs.new_semaphore(name, 2, quick_semaphore({.expiry = 500ms}));
     fenced_resource resource;
     auto a = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
@@ -344,7 +341,7 @@ TEST_SUITE("semaphore") {
   TEST_CASE("in functions mode a permit is acquired, extended and released with FCALL") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes({.script_mode = redsync::script_mode::functions}));
-    auto sem = rs.new_semaphore(unique_name("sem-functions"), 2, quick());
+    auto sem = rs.new_semaphore(unique_name("sem-functions"), 2, quick_semaphore());
     auto a = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
     CHECK(a.permit.extend({}).ok());
@@ -359,7 +356,7 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-raii");
-    auto sem = rs.new_semaphore(name, 1, quick({.expiry = 30s}));
+    auto sem = rs.new_semaphore(name, 1, quick_semaphore({.expiry = 30s}));
     {
       auto a = sem.try_acquire({});
       REQUIRE_MESSAGE(a.ok(), a.describe());
@@ -378,7 +375,7 @@ TEST_SUITE("semaphore") {
     prime_records(c.uris());
     c[2].restart();  // forgets its record: its counter may be behind
     redsync::Redsync rs(c.uris(), fresh_nodes());
-    auto sem = rs.new_semaphore(unique_name("sem-trust"), 1, quick({.expiry = 300ms}));
+    auto sem = rs.new_semaphore(unique_name("sem-trust"), 1, quick_semaphore({.expiry = 300ms}));
     REQUIRE(sem.quorum() == 2);
     auto r = sem.try_acquire({});
     REQUIRE_MESSAGE(r.ok(), r.describe());
@@ -430,7 +427,7 @@ TEST_SUITE("semaphore") {
     const auto name = unique_name("sem-shutdown");
     {
       redsync::Redsync rs(c.uris(), fresh_nodes());
-      auto sem = rs.new_semaphore(name, 1, quick({.expiry = 60s}));
+      auto sem = rs.new_semaphore(name, 1, quick_semaphore({.expiry = 60s}));
       auto a = sem.try_acquire({});
       REQUIRE_MESSAGE(a.ok(), a.describe());
     }  // a, then sem, then rs

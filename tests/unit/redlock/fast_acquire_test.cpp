@@ -14,7 +14,7 @@ using redsync::node_status;
 
 namespace {
 
-reply parse(const std::string& wire) {
+reply parse_wire(const std::string& wire) {
   resp_reader reader;
   REQUIRE(reader.feed(wire.data(), wire.size()));
   reply r;
@@ -56,8 +56,8 @@ TEST_CASE("the transaction is MULTI, SET NX PX, HINCRBY, HMGET, TIME, EXEC: six 
 }
 
 TEST_CASE("a won SET reads as the script's yes: token, identity, age from the server clock, window") {
-  const reply vote = fast_acquire_answer(
-      parse(exec("+OK\r\n", ":42\r\n", "*3\r\n" + bulk("run-a") + bulk("1699999990000") + bulk("8000"))));
+  const reply vote = fast_acquire_answer(parse_wire(
+      exec("+OK\r\n", ":42\r\n", "*3\r\n" + bulk("run-a") + bulk("1699999990000") + bulk("8000"))));
   CHECK(classify_acquire(vote) == node_status::ok);
   const auto v = read_acquire_vote(vote);
   REQUIRE(v);
@@ -68,7 +68,8 @@ TEST_CASE("a won SET reads as the script's yes: token, identity, age from the se
 }
 
 TEST_CASE("a brand-new record reads as no identity, never seen (-1), window 0") {
-  const reply vote = fast_acquire_answer(parse(exec("+OK\r\n", ":1\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n")));
+  const reply vote =
+      fast_acquire_answer(parse_wire(exec("+OK\r\n", ":1\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n")));
   const auto v = read_acquire_vote(vote);
   REQUIRE(v);
   CHECK(v->record_identity.empty());
@@ -77,31 +78,31 @@ TEST_CASE("a brand-new record reads as no identity, never seen (-1), window 0") 
 }
 
 TEST_CASE("a lost SET is the script's nil (busy, not waiting), whatever the counter did") {
-  const reply r = fast_acquire_answer(parse(exec("$-1\r\n", ":43\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n")));
+  const reply r = fast_acquire_answer(parse_wire(exec("$-1\r\n", ":43\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n")));
   CHECK(r.type == reply::kind::nil);
   CHECK(classify_acquire(r) == node_status::taken);
 }
 
 TEST_CASE("an error inside EXEC, a refused MULTI, or a malformed record is an error naming the cause") {
   // HINCRBY on a record of the wrong type, after the SET ran.
-  const reply wrongtype = fast_acquire_answer(parse(
+  const reply wrongtype = fast_acquire_answer(parse_wire(
       exec("+OK\r\n", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", "*0\r\n")));
   CHECK(wrongtype.is_error());
   CHECK(wrongtype.str.rfind("WRONGTYPE", 0) == 0);
   // The transport hands over the first error of the six replies.
-  CHECK(fast_acquire_answer(parse("-NOPERM no permissions to run the 'multi' command\r\n")).is_error());
+  CHECK(fast_acquire_answer(parse_wire("-NOPERM no permissions to run the 'multi' command\r\n")).is_error());
   const reply since = fast_acquire_answer(
-      parse(exec("+OK\r\n", ":1\r\n", "*3\r\n" + bulk("run-a") + bulk("yesterday") + bulk("8000"))));
+      parse_wire(exec("+OK\r\n", ":1\r\n", "*3\r\n" + bulk("run-a") + bulk("yesterday") + bulk("8000"))));
   CHECK(since.is_error());
   CHECK(since.str.find("since") != std::string::npos);
   const reply window = fast_acquire_answer(
-      parse(exec("+OK\r\n", ":1\r\n", "*3\r\n" + bulk("run-a") + bulk("1") + bulk("8s"))));
+      parse_wire(exec("+OK\r\n", ":1\r\n", "*3\r\n" + bulk("run-a") + bulk("1") + bulk("8s"))));
   CHECK(window.is_error());
   CHECK(window.str.find("window") != std::string::npos);
-  CHECK(fast_acquire_answer(parse("*1\r\n+OK\r\n")).is_error());
-  CHECK(fast_acquire_answer(parse("$-1\r\n")).is_error());  // EXEC aborted by a WATCH we never set
-  CHECK(fast_acquire_answer(
-            parse(exec("+OK\r\n", ":1\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n", "*2\r\n" + bulk("x") + bulk("1"))))
+  CHECK(fast_acquire_answer(parse_wire("*1\r\n+OK\r\n")).is_error());
+  CHECK(fast_acquire_answer(parse_wire("$-1\r\n")).is_error());  // EXEC aborted by a WATCH we never set
+  CHECK(fast_acquire_answer(parse_wire(exec("+OK\r\n", ":1\r\n", "*3\r\n$-1\r\n$-1\r\n$-1\r\n",
+                                            "*2\r\n" + bulk("x") + bulk("1"))))
             .is_error());
 }
 

@@ -14,7 +14,7 @@ using namespace redsync::detail;
 
 namespace {
 
-std::string parse_error(std::string_view uri) {
+std::string cluster_uri_error(std::string_view uri) {
   try {
     parse_cluster_uri(uri);
   } catch (const config_error& e) {
@@ -24,7 +24,7 @@ std::string parse_error(std::string_view uri) {
   return {};
 }
 
-bool contains(const std::string& s, std::string_view part) {
+bool has_part(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
@@ -58,17 +58,17 @@ TEST_CASE("a seed given twice counts once") {
 }
 
 TEST_CASE("a bad cluster URI is rejected with a message naming it and the bad part, never a password") {
-  CHECK(contains(parse_error("redis+cluster://"), "no seed node"));
-  CHECK(contains(parse_error("redis+cluster://:pw@/0"), "no seed node"));
-  const std::string stray = parse_error("redis+cluster://a:1,,b:2");
-  CHECK(contains(stray, "invalid cluster URI \"redis+cluster://a:1,,b:2\""));
-  CHECK(contains(stray, "seed 2 is empty"));
-  const std::string port = parse_error("redis+cluster://:S3CRETpw@a:1,b:x");
-  CHECK(contains(port, "seed 2 (b:x)"));
-  CHECK(contains(port, "port \"x\" is not a number"));
-  CHECK_FALSE(contains(port, "S3CRETpw"));
-  CHECK(contains(parse_error("redis+cluster://a:1/3"), "db 3: a cluster has only db 0"));
-  CHECK(contains(parse_error("redis://a:1"), "expected redis+cluster:// or rediss+cluster://"));
+  CHECK(has_part(cluster_uri_error("redis+cluster://"), "no seed node"));
+  CHECK(has_part(cluster_uri_error("redis+cluster://:pw@/0"), "no seed node"));
+  const std::string stray = cluster_uri_error("redis+cluster://a:1,,b:2");
+  CHECK(has_part(stray, "invalid cluster URI \"redis+cluster://a:1,,b:2\""));
+  CHECK(has_part(stray, "seed 2 is empty"));
+  const std::string port = cluster_uri_error("redis+cluster://:S3CRETpw@a:1,b:x");
+  CHECK(has_part(port, "seed 2 (b:x)"));
+  CHECK(has_part(port, "port \"x\" is not a number"));
+  CHECK_FALSE(has_part(port, "S3CRETpw"));
+  CHECK(has_part(cluster_uri_error("redis+cluster://a:1/3"), "db 3: a cluster has only db 0"));
+  CHECK(has_part(cluster_uri_error("redis://a:1"), "expected redis+cluster:// or rediss+cluster://"));
 }
 
 TEST_CASE("a cluster URI given where one node is expected says it names a cluster member") {
@@ -76,7 +76,7 @@ TEST_CASE("a cluster URI given where one node is expected says it names a cluste
     node_options::parse("redis+cluster://a:1,b:2");
     FAIL("no config_error");
   } catch (const config_error& e) {
-    CHECK(contains(e.what(), "\"redis+cluster\" names a cluster member"));
+    CHECK(has_part(e.what(), "\"redis+cluster\" names a cluster member"));
   }
 }
 

@@ -1,0 +1,31 @@
+// Test helpers: a lock set made of whole local Redis Clusters, and what a
+// key holds on the master that serves its slot.
+#pragma once
+
+#include "redis_client.hpp"
+#include "redis_cluster.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/cluster_slot.hpp"
+
+namespace redsync::test {
+
+/// `n` independent clusters of three masters each.
+inline std::vector<std::unique_ptr<redis_cluster>> three_master_clusters(std::size_t n) {
+  std::vector<std::unique_ptr<redis_cluster>> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3}));
+  return out;
+}
+
+/// The value of `key` on the master of its slot in `cl` ("" when absent).
+inline std::string value_on(redis_cluster& cl, const std::string& key) {
+  redis_client c(cl[cl.owner(redsync::detail::key_slot(key))]);
+  return c.get(key).value_or("");
+}
+
+}  // namespace redsync::test
