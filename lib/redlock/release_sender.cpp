@@ -43,6 +43,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
   release_sender(engine& eng, member_slot pool, std::uint64_t route, script_call call, microseconds timeout,
                  clock::time_point give_up_at, std::function<bool()> wanted, command_callback first)
       : eng_(eng),
+        eng_alive_(eng.alive()),
         pool_(pool),
         route_(route),
         call_(std::move(call)),
@@ -73,6 +74,10 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
       first_ = nullptr;
       first(std::move(r));
     }
+    // An engine destroyed on its own loop thread is gone while its pools
+    // drain: a release that then fails (the drain's bound passed, the
+    // connections were closed) must not reach into it, and is not retried.
+    if (eng_alive_.expired()) return;
     // Often enough to catch a node that comes back, rarely enough not to
     // spin while a pool fails fast in backoff.
     const auto every = std::clamp(timeout_, microseconds(10'000), microseconds(1'000'000));
@@ -97,6 +102,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
   }
 
   engine& eng_;
+  const std::weak_ptr<int> eng_alive_;
   member_slot pool_;
   const std::uint64_t route_;
   const script_call call_;
