@@ -12,6 +12,7 @@
 #include "names.hpp"
 #include "on_loop_thread.hpp"
 #include "redis_client.hpp"
+#include "redis_cluster.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
 
@@ -22,17 +23,24 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "redlock/cluster_keys.hpp"
+
 using namespace std::chrono_literals;
+using redsync::detail::cluster_name_slot;
 using redsync::test::cluster;
+using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
+using redsync::test::redis_cluster;
 using redsync::test::run_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
@@ -66,6 +74,17 @@ struct app_loop {
 
 long long permits_on(redsync::test::redis_server& s, const std::string& name) {
   return redis_client(s).command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
+}
+
+// `n` names that start with `base`, each in a slot of its own.
+std::vector<std::string> names_in_distinct_slots(const std::string& base, std::size_t n) {
+  std::vector<std::string> out;
+  std::set<std::uint16_t> slots;
+  for (int i = 0; out.size() < n; ++i) {
+    std::string name = base + ":" + std::to_string(i);
+    if (slots.insert(cluster_name_slot(name)).second) out.push_back(std::move(name));
+  }
+  return out;
 }
 
 }  // namespace
@@ -117,6 +136,74 @@ TEST_CASE("a permit release that fails after its Redsync is gone touches nothing
   // Woken, node 2 runs the release from its closed socket.
   c[2].resume();
   CHECK(wait_until([&] { return permits_on(c[2], name) == 0; }, 5s));
+}
+
+// A multi-name lock whose names are in two slots sends one call per slot
+// group to a cluster member and combines the groups' answers into the
+// member's vote; where not every group won, the combiner undoes the groups
+// at once. With the cluster's masters frozen, the groups' answers fail
+// only when the connections are closed after the drain: by then the engine
+// has handed its pools over (destroyed from another thread) or is gone
+// (destroyed on its loop's thread), and the combiner sent the undo through
+// it (an out-of-range read of its pools, or a use-after-free).
+TEST_CASE(
+    "a multi-name lock's slot groups that fail on a cluster member after its Redsync shut down send no undo "
+    "through it") {
+  for (const bool on_loop_thread : {true, false}) {
+    CAPTURE(on_loop_thread);
+    redis_cluster cl(cluster_config{.masters = 3, .node_timeout_ms = 20000});
+    cluster standalone(2);
+    const std::vector<std::string> set{cl.uri(), standalone[0].uri(), standalone[1].uri()};
+    app_loop app;
+    const auto names = names_in_distinct_slots(unique_name("groups-after-gone"), 2);
+    std::optional<redsync::Redsync> rs;
+    rs.emplace(set, fresh_nodes({.loop = &app.loop, .shutdown_timeout = drain_bound}));
+    app.run();
+    {
+      // The names' slots are surveyed first, so the round below goes out.
+      auto warm = rs->new_multi_mutex(names);
+      REQUIRE(warm.lock(redsync::context::timeout(10s)).ok());
+      REQUIRE(warm.unlock(redsync::context::timeout(10s)).ok());
+    }
+    // A command timeout (20 s * 0.2) past the drain's bound: the groups
+    // fail when the connections are closed, not by timing out.
+    auto m = std::make_unique<redsync::Mutex>(
+        rs->new_multi_mutex(names, {.expiry = 20s, .tries = 1, .timeout_factor = 0.2}));
+    for (std::size_t i = 0; i < cl.size(); ++i) cl[i].pause();
+    std::promise<redsync::result> answered;
+    m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
+    // The standalone nodes answer; the cluster member's groups wait.
+    REQUIRE(wait_until(
+        [&] {
+          for (std::size_t i = 0; i < standalone.size(); ++i)
+            for (const auto& n : names)
+              if (!redis_client(standalone[i]).exists(n)) return false;
+          return true;
+        },
+        5s));
+    if (on_loop_thread) {
+      REQUIRE(run_on_loop_thread(
+          &app.loop,
+          [&] {
+            m.reset();
+            rs.reset();
+          },
+          3s));
+      // The bound passes and the member's connections are closed.
+      std::this_thread::sleep_for(drain_bound + 1s);
+    } else {
+      m.reset();
+      rs.reset();  // waits for the drain's bound, then for the closing
+    }
+    auto f = answered.get_future();
+    REQUIRE(f.wait_for(5s) == std::future_status::ready);
+    CHECK_FALSE(f.get().ok());
+    for (std::size_t i = 0; i < cl.size(); ++i) cl[i].resume();
+    // The abandon's release reached the standalone nodes.
+    for (std::size_t i = 0; i < standalone.size(); ++i)
+      for (const auto& n : names)
+        CHECK_MESSAGE(wait_until([&] { return !redis_client(standalone[i]).exists(n); }, 5s), "node ", i);
+  }
 }
 
 TEST_SUITE_END();
