@@ -18,7 +18,14 @@ command_result group_votes::combine(std::size_t i, std::vector<command_result>&&
     return r.status == transport_status::ok && !r.value.is_error() &&
            classify_acquire(r.value) == node_status::ok;
   });
-  if (!all_won) {
+  // The groups' answers reach us before the round checks the engine: after
+  // shutdown they still come (a frozen master's, or their failure when the
+  // drained connections are closed), when the engine has handed its pools
+  // over (can_send() is false, at() must not be called) or, destroyed on
+  // its own loop thread, is gone. Nothing need be sent then: the abandon
+  // at shutdown sent the release to every group of a round in flight, and
+  // a round that reported earlier undid the members it did not await.
+  if (!all_won && !eng_alive_.expired() && st_.eng.can_send()) {
     // All or nothing: only a group whose key holds another value ("taken")
     // surely did not apply our SET.
     for (std::size_t g = 0; g < groups.size(); ++g) {

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,7 @@ namespace redsync::detail {
 
 class group_votes {
  public:
-  explicit group_votes(mutex_state& st) : st_(st), groups_(st.eng.size()) {}
+  explicit group_votes(mutex_state& st) : st_(st), eng_alive_(st.eng.alive()), groups_(st.eng.size()) {}
 
   // A new attempt: the answers of the last one are forgotten.
   void clear();
@@ -47,6 +48,7 @@ class group_votes {
 
  private:
   mutex_state& st_;
+  const std::weak_ptr<int> eng_alive_;               // expires with the engine (see combine)
   std::vector<std::vector<command_result>> groups_;  // per member: its groups' answers in this attempt
 };
 
