@@ -30,6 +30,7 @@ using redsync::detail::cluster_name_slot;
 using redsync::detail::key_slot;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
+using redsync::test::names_in_distinct_slots;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::three_master_clusters;
@@ -42,17 +43,6 @@ namespace {
 std::vector<std::string> uris(const std::vector<std::unique_ptr<redis_cluster>>& cls) {
   std::vector<std::string> out;
   for (const auto& c : cls) out.push_back(c->uri());
-  return out;
-}
-
-// `n` names that start with `base`, each in a slot of its own.
-std::vector<std::string> names_in_distinct_slots(const std::string& base, std::size_t n) {
-  std::vector<std::string> out;
-  std::set<std::uint16_t> slots;
-  for (int i = 0; out.size() < n; ++i) {
-    std::string name = base + ":" + std::to_string(i);
-    if (slots.insert(cluster_name_slot(name)).second) out.push_back(std::move(name));
-  }
   return out;
 }
 

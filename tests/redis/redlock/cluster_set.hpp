@@ -6,10 +6,13 @@
 #include "redis_cluster.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "redlock/cluster_keys.hpp"
 #include "util/cluster_slot.hpp"
 
 namespace redsync::test {
@@ -26,6 +29,17 @@ inline std::vector<std::unique_ptr<redis_cluster>> three_master_clusters(std::si
 inline std::string value_on(redis_cluster& cl, const std::string& key) {
   redis_client c(cl[cl.owner(redsync::detail::key_slot(key))]);
   return c.get(key).value_or("");
+}
+
+/// `n` names that start with `base`, each in a slot of its own.
+inline std::vector<std::string> names_in_distinct_slots(const std::string& base, std::size_t n) {
+  std::vector<std::string> out;
+  std::set<std::uint16_t> slots;
+  for (int i = 0; out.size() < n; ++i) {
+    std::string name = base + ":" + std::to_string(i);
+    if (slots.insert(redsync::detail::cluster_name_slot(name)).second) out.push_back(std::move(name));
+  }
+  return out;
 }
 
 }  // namespace redsync::test

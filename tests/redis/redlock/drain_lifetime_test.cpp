@@ -8,6 +8,7 @@
 // lifetime_test.cpp and cluster_lifetime_test.cpp cover the rounds and the
 // INFO listeners.
 
+#include "cluster_set.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "on_loop_thread.hpp"
@@ -39,6 +40,7 @@ using redsync::detail::cluster_name_slot;
 using redsync::test::cluster;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
+using redsync::test::names_in_distinct_slots;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::run_on_loop_thread;
@@ -74,17 +76,6 @@ struct app_loop {
 
 long long permits_on(redsync::test::redis_server& s, const std::string& name) {
   return redis_client(s).command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
-}
-
-// `n` names that start with `base`, each in a slot of its own.
-std::vector<std::string> names_in_distinct_slots(const std::string& base, std::size_t n) {
-  std::vector<std::string> out;
-  std::set<std::uint16_t> slots;
-  for (int i = 0; out.size() < n; ++i) {
-    std::string name = base + ":" + std::to_string(i);
-    if (slots.insert(cluster_name_slot(name)).second) out.push_back(std::move(name));
-  }
-  return out;
 }
 
 }  // namespace
