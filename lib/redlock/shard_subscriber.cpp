@@ -14,6 +14,10 @@ namespace redsync::detail {
 namespace {
 
 constexpr std::chrono::microseconds map_timeout{2'000'000};
+// How long a map that still names, as a slot's owner, the master that ended
+// the slot's subscription is taken for stale: a cluster's nodes agree on a
+// failover or a migration's end within about a second of gossip.
+constexpr std::chrono::seconds left_master_is_stale_for{5};
 
 std::string address_of(const std::string& host, int port) {
   return host + ":" + std::to_string(port);
@@ -64,6 +68,21 @@ void shard_subscriber::place(const std::string& channel) {
   if (it == subs_.end() || it->second.pending || it->second.active) return;
   const cluster_master* m = owner_of(channel);
   if (!m) return refresh_then_place();  // no map yet, or nobody serves the slot
+  // The master that just said the slot left it is still its owner in this
+  // map: the map came from a node that has not heard of the failover or
+  // migration yet (gossip takes a moment). Subscribing there would sit on a
+  // demoted replica, or on a master that no longer hears the slot's
+  // releases, until some lock command's MOVED refreshed the map: read it
+  // again at the next tick instead. Bounded, so that a slot that really
+  // returns to that master is followed there.
+  if (!it->second.left.empty()) {
+    if (std::chrono::steady_clock::now() < it->second.left_until &&
+        address_of(m->host, m->port) == it->second.left) {
+      map_stale_ = true;
+      return;
+    }
+    it->second.left.clear();
+  }
   send_subscribe(channel, m->host, m->port, 0);
 }
 
@@ -147,6 +166,8 @@ void shard_subscriber::on_push(const std::string& master, reply&& r) {
     // reply to our SUNSUBSCRIBE of a channel watched again since: either
     // way, subscribe where the slot is now.
     lost(channel);
+    it->second.left = master;
+    it->second.left_until = std::chrono::steady_clock::now() + left_master_is_stale_for;
     refresh_then_place();
   }
 }

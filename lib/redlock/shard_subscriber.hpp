@@ -63,6 +63,11 @@ class shard_subscriber {
     bool pending = false;
     bool active = false;
     std::uint64_t attempt = 0;  // which SSUBSCRIBE's answer counts
+    // The master that last ended this subscription unasked (the slot left
+    // it), and until when a map naming it still as the slot's owner is
+    // taken for stale (see place()).
+    std::string left;
+    std::chrono::steady_clock::time_point left_until{};
   };
   struct link {
     std::string host;
