@@ -33,4 +33,13 @@ inline bool run_on_loop_thread(uv_loop_t* loop, std::function<void()> fn, std::c
   return returned.wait_for(bound) == std::future_status::ready;
 }
 
+/// Resets each of `owners` (smart pointers or optionals: a Mutex before its
+/// Redsync) on `loop`'s thread, in order, as an application's callback
+/// would. True once done, false if not within `bound`.
+template <class... Owners>
+bool reset_on_loop_thread(uv_loop_t* loop, std::chrono::milliseconds bound, Owners&... owners) {
+  return run_on_loop_thread(
+      loop, [&] { (owners.reset(), ...); }, bound);
+}
+
 }  // namespace redsync::test

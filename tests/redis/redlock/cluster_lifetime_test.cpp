@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_cluster;
-using redsync::test::run_on_loop_thread;
+using redsync::test::reset_on_loop_thread;
 using redsync::test::unique_name;
 
 // The router sends INFO before every command on a cluster member and hands
@@ -62,13 +62,7 @@ TEST_CASE(
   std::promise<redsync::result> answered;
   m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
   std::this_thread::sleep_for(300ms);  // INFO + script written into the paused master's socket
-  REQUIRE(run_on_loop_thread(
-      &loop,
-      [&] {
-        m.reset();
-        rs.reset();
-      },
-      3s));
+  REQUIRE(reset_on_loop_thread(&loop, 3s, m, rs));
   for (std::size_t i = 0; i < cl.size(); ++i) cl[i].resume();
   auto f = answered.get_future();
   REQUIRE(f.wait_for(5s) == std::future_status::ready);

@@ -32,7 +32,7 @@ using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
-using redsync::test::run_on_loop_thread;
+using redsync::test::reset_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
@@ -358,13 +358,7 @@ TEST_SUITE("lifetime") {
       REQUIRE(
           wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
       // Destroy the Mutex and the Redsync on the loop's own thread.
-      REQUIRE(run_on_loop_thread(
-          &loop,
-          [&] {
-            m.reset();
-            rs.reset();
-          },
-          3s));
+      REQUIRE(reset_on_loop_thread(&loop, 3s, m, rs));
       auto f = answered.get_future();
       if (frozen_past_drain) {
         // The drain gives up on node 2 and its connection is closed: the
