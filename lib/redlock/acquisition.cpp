@@ -133,6 +133,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
     in_round_ = true;
     votes_->clear();
     round_spec spec = mutex_round_without_sender(*st_, classify_acquire);
+    // Waiting line: the last fail_fast report left open whether we reach a
+    // quorum; this attempt's complete answers decide (waiting_line.cpp).
+    if (line_->awaits_every_node()) spec.fail_fast = false;
     // One call per slot group on a cluster member, whose groups make one
     // all-or-nothing vote (group_votes.hpp).
     spec.send = [self = self(), wanted = answer_awaited()](std::size_t i, member_slot pool,

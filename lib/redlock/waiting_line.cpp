@@ -50,6 +50,7 @@ milliseconds waiting_line::prepare_attempt(milliseconds until_try, bool final_tr
   planned_wait_ = first_ ? std::min(until_try, st_.head_refresh)
                          : std::clamp(until_try, behind_refresh_min, behind_refresh_max);
   joins_ = waits_ && reaches_quorum_ && !final_try;
+  awaits_every_node_ = waits_ && reach_open_ && !final_try;
   // The lease covers the gap until our next attempt refreshes it.
   const auto lease = 2 * planned_wait_ + duration_cast<milliseconds>(st_.timeout) + lease_slack;
   lease_ms_ = std::to_string(lease.count());
@@ -92,6 +93,7 @@ void waiting_line::on_attempt_answered(const tally& t) {
   first_ = false;
   bool evicted = false;
   std::size_t reached = 0;
+  std::size_t unknown = 0;
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto status = t.nodes[i].status;
     if (status == node_status::taken) {
@@ -104,8 +106,9 @@ void waiting_line::on_attempt_answered(const tally& t) {
     } else if ((status == node_status::ok || status == node_status::excluded) && open_[i]) {
       first_ = true;
     }
-    if (status != node_status::timeout && status != node_status::unreachable &&
-        status != node_status::not_awaited)
+    if (status == node_status::not_awaited)
+      ++unknown;
+    else if (status != node_status::timeout && status != node_status::unreachable)
       ++reached;
   }
   // Rule A: once any node evicted us, our arrival is this attempt's on every
@@ -115,7 +118,27 @@ void waiting_line::on_attempt_answered(const tally& t) {
   // holding one on the few nodes it reaches would deny the lock to healthy
   // clients: it leaves the lines until an attempt reaches a quorum again
   // (then it rejoins with its arrival, so keeps its rank).
-  const bool reaches = reached >= st_.eng.quorum();
+  //
+  // A node a fail_fast report did not await is unknown, not unreached: with
+  // one node down, "taken" from one node and "unreachable" from the down one
+  // decide the attempt before the third node answers. Counting that third
+  // node as unreached made a waiter that reaches a quorum leave the line
+  // after every such attempt (and join with "0" next), so every later
+  // arrival overtook it. Where the unknown nodes could make up the quorum,
+  // the waiter keeps its place as it is and has its next attempt await every
+  // node (awaits_every_node), whose complete answers decide. So a waiter
+  // leaves only when the nodes that answered "timeout" or "unreachable"
+  // alone rule out a quorum, as for a waiter that awaits every node: one
+  // that reaches a quorum is never skipped, and one cut off from the
+  // majority still leaves, at most one attempt later. Safety does not
+  // change: staying or leaving only changes who the line scripts serve
+  // first, mutual exclusion never depends on the line (scripts.hpp), and an
+  // attempt that awaits every node is the round a mutex without fail_fast
+  // always makes (its validity still counts from the attempt's start).
+  const std::size_t q = st_.eng.quorum();
+  reach_open_ = reached < q && reached + unknown >= q;
+  if (reach_open_) return;
+  const bool reaches = reached >= q;
   if (waits_ && !reaches) leave();
   reaches_quorum_ = reaches;
 }

@@ -55,6 +55,9 @@ class waiting_line {
   // What the attempt's answers say about our place, and whether it reached
   // a quorum of nodes at all: a waiter cut off from the majority leaves.
   void on_attempt_answered(const tally& t);
+  // Whether the prepared attempt must await every node (not fail_fast):
+  // the last one's fail_fast report left open whether we reach a quorum.
+  bool awaits_every_node() const noexcept { return awaits_every_node_; }
   // How long to wait after a failed attempt, `until_try` before the next
   // counted try is due: never longer than the prepared wait.
   std::chrono::milliseconds wait_after(std::chrono::milliseconds until_try) const;
@@ -97,9 +100,11 @@ class waiting_line {
   script_call join_call_;      // "1" (or "0": not waiting); empty until needed
   script_call stay_call_;      // "2", where we are in line; empty until needed
   std::chrono::milliseconds planned_wait_{0};
-  bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
-  bool joins_ = false;          // the prepared attempt joins (or stays in) the line
-  bool first_ = true;           // the last answers made us the head somewhere (assumed at first)
+  bool reaches_quorum_ = true;      // the last attempt reached a quorum of nodes
+  bool reach_open_ = false;         // its fail_fast report did not await enough nodes to tell
+  bool awaits_every_node_ = false;  // the prepared attempt is not fail_fast (reach_open_)
+  bool joins_ = false;              // the prepared attempt joins (or stays in) the line
+  bool first_ = true;               // the last answers made us the head somewhere (assumed at first)
   bool listening_ = false;
   std::shared_ptr<std::uint64_t> joins_sent_ = std::make_shared<std::uint64_t>(0);
 };

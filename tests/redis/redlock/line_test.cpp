@@ -6,20 +6,26 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "tcp_proxy.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
+using redsync::test::tcp_proxy;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
@@ -212,6 +218,70 @@ TEST_SUITE("line") {
     CHECK(a.unlock(redsync::context{}).error == redsync::errc::expired);
   }
 
+  TEST_CASE("a fail_fast waiter keeps its place in line while only a bare quorum of nodes answers") {
+    // Node 2 is down, so a fail_fast attempt reports as soon as node 2's
+    // "unreachable" (at once: the pool is backing off) and the first "taken"
+    // make a quorum impossible: node 1's answer is not awaited. That node is
+    // unknown, not unreachable: the waiter reaches a quorum (nodes 0 and 1)
+    // and must keep its place ahead of later arrivals.
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("ff-bare-quorum");
+    const auto line = name + ":redsync-line";
+    auto holder = rs.new_mutex(name, {.expiry = 10s});
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    c[2].kill();
+
+    std::mutex mu;
+    std::vector<std::string> order;
+    const auto every_50ms = [](int) { return 50ms; };
+    const auto take_turn = [&](redsync::Mutex& m) {
+      auto r = m.lock(redsync::context::timeout(20s));
+      if (!r.ok()) return r;
+      {
+        std::lock_guard lk(mu);
+        order.push_back(m.value());
+      }
+      std::this_thread::sleep_for(20ms);
+      (void)m.unlock(redsync::context{});
+      return r;
+    };
+    auto w = rs.new_mutex(name, {.tries = 100000, .retry_delay = every_50ms, .fail_fast = true});
+    auto w_done = std::async(std::launch::async, [&] { return take_turn(w); });
+    // W has made several attempts before anyone else arrives.
+    redis_client n0(c[0]);
+    n0.reset_stats();
+    REQUIRE(wait_until([&] { return n0.calls("evalsha") >= 4; }, 5s));
+
+    std::vector<redsync::Mutex> later;
+    std::vector<std::future<redsync::result>> later_done;
+    later.reserve(4);
+    for (int i = 0; i < 4; ++i) {
+      later.push_back(rs.new_mutex(name, {.tries = 100000, .retry_delay = every_50ms}));
+      auto& m = later.back();
+      later_done.push_back(std::async(std::launch::async, [&] { return take_turn(m); }));
+      // The next one arrives only once this one is in line.
+      REQUIRE(wait_until(
+          [&] {
+            return n0.command({"ZSCORE", line, m.value()}).type == redis_client::reply::kind::string;
+          },
+          5s));
+    }
+    // W, the earliest waiter, is in line on both nodes that answer.
+    for (std::size_t i = 0; i < 2; ++i)
+      CHECK_MESSAGE(
+          redis_client(c[i]).command({"ZSCORE", line, w.value()}).type == redis_client::reply::kind::string,
+          "W is not in line on node ", i);
+
+    REQUIRE(holder.unlock(redsync::context{}).ok());
+    auto rw = w_done.get();
+    CHECK_MESSAGE(rw.ok(), rw.describe());
+    for (auto& f : later_done) CHECK(f.get().ok());
+    REQUIRE(order.size() == 5);
+    const auto w_at = std::find(order.begin(), order.end(), w.value()) - order.begin();
+    CHECK_MESSAGE(w_at == 0, "W was served after ", w_at, " later arrivals");
+  }
+
   TEST_CASE("waiters cut off from the majority do not deny a healthy client its quorum") {
     cluster c(5);
     prime_records(c.uris());
@@ -251,6 +321,35 @@ TEST_SUITE("line") {
     CHECK_FALSE(b_done.get().ok());
     CHECK_FALSE(c_done.get().ok());
     if (r) CHECK(a.unlock(redsync::context{}).ok());
+  }
+
+  TEST_CASE("a fail_fast waiter cut off from the majority still leaves the line") {
+    // W reaches node 0 only: node 2 refuses at once, node 1 never answers.
+    // A fail_fast report does not await node 1 (unknown), so W keeps its
+    // place for one attempt; the next awaits node 1's timeout and W leaves.
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("ff-cut-off");
+    tcp_proxy stalled(c[1].port());
+    stalled.stall();
+    redsync::Redsync healthy(c.uris(), fresh_nodes());
+    redsync::Redsync cut(
+        {c[0].uri(), "redis://127.0.0.1:" + std::to_string(stalled.port()), "redis://127.0.0.1:1"},
+        fresh_nodes());
+    auto holder = healthy.new_mutex(name, {.expiry = 10s});
+    REQUIRE(holder.lock(redsync::context{}).ok());
+    auto w = cut.new_mutex(name, {.tries = 1000, .retry_delay = [](int) { return 50ms; }, .fail_fast = true});
+    std::stop_source stop;
+    auto w_done = std::async(std::launch::async,
+                             [&] { return w.lock(redsync::context::timeout(20s).with(stop.get_token())); });
+    redis_client n0(c[0]);
+    n0.reset_stats();
+    // Two attempts, the leave, and more attempts.
+    REQUIRE(wait_until([&] { return n0.calls("evalsha") >= 5; }, 10s));
+    CHECK(n0.command({"ZCARD", name + ":redsync-line"}).integer == 0);
+    stop.request_stop();
+    CHECK_FALSE(w_done.get().ok());
+    CHECK(holder.unlock(redsync::context{}).ok());
   }
 
   TEST_CASE("a client whose clock is behind goes ahead of earlier waiters; absent, it costs them its lease") {
