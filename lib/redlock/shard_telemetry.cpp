@@ -71,8 +71,17 @@ void telemetry::shard_pool(std::size_t i, const std::string& address, pool_event
   node_state told = node_state::connected;
   switch (e) {
     case pool_event::connected:
+      if (sh->told_connected) {
+        // A fresh pool's first connection (the router retired the old pool
+        // when the address left the map, and made a new one when it came
+        // back): a reconnect if the old pool was last told unreachable.
+        if (sh->connected.exchange(true, shard_relaxed)) return;
+        sh->reconnects.fetch_add(1, shard_relaxed);
+        told = node_state::reconnected;
+        break;
+      }
       sh->connected.store(true, shard_relaxed);
-      if (!sh->was_master || sh->told_connected) return;
+      if (!sh->was_master) return;
       sh->told_connected = true;
       break;
     case pool_event::unreachable:

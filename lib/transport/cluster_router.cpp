@@ -80,17 +80,18 @@ node_pool& cluster_router::pool_at(const std::string& host, int port) {
   node.host = host;
   node.port = port;
   const std::string address = node.address();
-  std::unique_ptr<node_pool>& pool = pools_[address];
-  if (!pool) {
-    pool = std::make_unique<node_pool>(loop_, std::move(node), options_);
-    pool->on_server_info([this, address](const reply& info) {
-      if (info_listener_) info_listener_(address, info);
-    });
-    pool->on_event([this, address](pool_event e, std::string_view detail, clock::time_point) {
-      if (master_listener_ && !closing_) master_listener_(address, e, detail);
-    });
-  }
-  return *pool;
+  if (node_pool* live = pools_.live(address)) return *live;
+  // A fresh pool, also for an address whose old pool was retired: the
+  // listeners are the router's, so it reports as the old one did.
+  auto pool = std::make_unique<node_pool>(loop_, std::move(node), options_);
+  const node_pool* self = pool.get();
+  pool->on_server_info([this, address](const reply& info) {
+    if (info_listener_) info_listener_(address, info);
+  });
+  pool->on_event([this, address, self](pool_event e, std::string_view detail, clock::time_point) {
+    if (master_listener_ && !closing_ && pools_.is_live(self)) master_listener_(address, e, detail);
+  });
+  return pools_.add(std::move(pool));
 }
 
 void cluster_router::send(std::uint16_t slot, std::uint64_t route, wire_command cmd,
@@ -105,7 +106,7 @@ void cluster_router::send(std::uint16_t slot, std::uint64_t route, wire_command 
   if (closing_ || timeout.count() <= 0) {
     // The pools fail it (`shutdown`, or `timeout` before it is written) on
     // a later iteration, never inside send().
-    pools_.begin()->second->send(route, p->cmd, timeout, std::move(p->done), replies);
+    pools_.send(pools_.any(), route, p->cmd, timeout, std::move(p->done), replies);
     return;
   }
   dispatch(std::move(p));
@@ -192,13 +193,13 @@ void cluster_router::send_to(std::shared_ptr<pending> p, node_pool& pool, bool a
     // members do anyway (SPUBLISH, SSUBSCRIBE).
     static const wire_command info =
         encode_command({"INFO", "server", "replication", "memory", "persistence"});
-    pool.send(p->route, info, left, [this, address = pool.address()](command_result&& r) {
+    pools_.send(pool, p->route, info, left, [this, address = pool.address()](command_result&& r) {
       if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
     });
   }
   node_pool* target = &pool;
-  pool.send(
-      p->route, std::move(cmd), left,
+  pools_.send(
+      pool, p->route, std::move(cmd), left,
       [this, p, target](command_result&& r) { on_reply(p, *target, std::move(r)); }, replies);
 }
 
@@ -260,7 +261,9 @@ void cluster_router::refresh(std::chrono::microseconds timeout,
     if (std::find(sources_.begin(), sources_.end(), node) != sources_.end() ||
         std::find(silent.begin(), silent.end(), node) != silent.end())
       return;
-    (suspects_.contains(pool_at(host, port).address()) ? silent : sources_).push_back(node);
+    // The address only: a pool is made when a node is asked.
+    (suspects_.contains(node_options{.host = host, .port = port}.address()) ? silent : sources_)
+        .push_back(node);
   };
   for (const cluster_master& m : map_.masters) add(m.host, m.port);
   for (const node_options& s : seeds_) add(s.host, s.port);
@@ -292,35 +295,35 @@ void cluster_router::read_map_from(std::size_t source, clock::time_point deadlin
   *ask = [this, source, deadline, errors, host = host, &pool, ask](bool shards) mutable {
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
     const wire_command cmd = encode_command({"CLUSTER", shards ? "SHARDS" : "SLOTS"});
-    pool.send(0, cmd, std::max(left, std::chrono::microseconds(1)),
-              [this, source, deadline, errors, host, shards, &pool, ask](command_result&& r) mutable {
-                if (closing_) {
-                  finish_refresh("closing");
-                } else if (r.status == transport_status::ok && shards && unknown_subcommand(r.value)) {
-                  (*ask)(false);
-                  return;
-                } else {
-                  std::string error;
-                  std::optional<slot_map> m;
-                  if (r.status == transport_status::ok) {
-                    suspects_.erase(pool.address());
-                    const bool tls = seeds_.front().tls.enabled;
-                    m = shards ? parse_cluster_shards(r.value, host, tls, error)
-                               : parse_cluster_slots(r.value, host, error);
+    pools_.send(pool, 0, cmd, std::max(left, std::chrono::microseconds(1)),
+                [this, source, deadline, errors, host, shards, &pool, ask](command_result&& r) mutable {
+                  if (closing_) {
+                    finish_refresh("closing");
+                  } else if (r.status == transport_status::ok && shards && unknown_subcommand(r.value)) {
+                    (*ask)(false);
+                    return;
                   } else {
-                    suspects_.insert(pool.address());
-                    error = describe(r);
+                    std::string error;
+                    std::optional<slot_map> m;
+                    if (r.status == transport_status::ok) {
+                      suspects_.erase(pool.address());
+                      const bool tls = seeds_.front().tls.enabled;
+                      m = shards ? parse_cluster_shards(r.value, host, tls, error)
+                                 : parse_cluster_slots(r.value, host, error);
+                    } else {
+                      suspects_.insert(pool.address());
+                      error = describe(r);
+                    }
+                    if (m) {
+                      adopt_map(std::move(*m));
+                      finish_refresh("");
+                    } else {
+                      errors.push_back(pool.address() + ": " + error);
+                      read_map_from(source + 1, deadline, std::move(errors));
+                    }
                   }
-                  if (m) {
-                    adopt_map(std::move(*m));
-                    finish_refresh("");
-                  } else {
-                    errors.push_back(pool.address() + ": " + error);
-                    read_map_from(source + 1, deadline, std::move(errors));
-                  }
-                }
-                *ask = nullptr;  // breaks the cycle through the capture of `ask`
-              });
+                  *ask = nullptr;  // breaks the cycle through the capture of `ask`
+                });
   };
   (*ask)(true);
 }
@@ -329,6 +332,15 @@ void cluster_router::adopt_map(slot_map&& m) {
   const auto failovers = changes_.adopt(m);
   map_ = std::move(m);
   have_map_ = true;
+  // Pool lifetime (cluster_router.hpp): the masters that serve slots and
+  // the seeds keep their pools; the others drain and close.
+  const std::vector<std::string>& serving = changes_.masters();
+  pools_.retire_unless([&](const std::string& address) {
+    return std::find(serving.begin(), serving.end(), address) != serving.end() ||
+           std::any_of(seeds_.begin(), seeds_.end(),
+                       [&](const node_options& s) { return s.address() == address; });
+  });
+  std::erase_if(suspects_, [&](const std::string& address) { return pools_.live(address) == nullptr; });
   if (!report_listener_) return;
   report_listener_({.what = router_event::map_read, .masters = &changes_.masters()});
   for (const auto& [old_master, new_master] : failovers)
@@ -346,13 +358,7 @@ void cluster_router::finish_refresh(const std::string& error) {
 
 void cluster_router::close(std::function<void()> closed) {
   closing_ = true;
-  auto left = std::make_shared<std::size_t>(pools_.size());
-  auto done = std::make_shared<std::function<void()>>(std::move(closed));
-  for (auto& [address, pool] : pools_) {
-    pool->close([left, done] {
-      if (--*left == 0 && *done) (*done)();
-    });
-  }
+  pools_.close(std::move(closed));
 }
 
 }  // namespace redsync::detail

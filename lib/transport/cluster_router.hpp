@@ -30,6 +30,25 @@
 //  * No master serves the slot (in the map read again): an error reply
 //    "CLUSTERDOWN redsync: no master serves slot N (...)", likewise.
 //
+// Pool lifetime. A pool (its connections, reconnect timers and backoff) is
+// made on first use of an address: a master of the map, a node a MOVED or
+// ASK names, a seed. Masters change addresses over a process's life
+// (failovers, replaced nodes, pods with new IPs, resharding onto new nodes
+// and draining old ones), so keeping every pool ever made would grow
+// without bound and keep reconnecting to addresses that are gone. After
+// every map read, each pool whose address serves no slot in that map and
+// is no seed is retired (router_pools.hpp): no later command is sent to it
+// (the next one for its address gets a fresh pool, with the listeners
+// below), and it is closed once nothing the router sent there is in flight
+// any more, each command being bounded by its own timeout. A command in
+// flight there is never failed by the map changing: it completes with its
+// answer, which may be a MOVED that is followed. Events of a retired pool's
+// connections are not reported (it is no master of the member any more);
+// its INFO replies are (a call it ran is identified by them). The seeds'
+// pools are kept: they are a fixed list, and the map is read from them
+// when no known master answers. close() closes every pool, retiring ones
+// too, and calls `closed` after the last.
+//
 // Contract (node_pool's): send() never calls `done` synchronously; `done`
 // runs exactly once, on the loop thread, at the latest `timeout` after
 // send() (plus one loop iteration). close() fails what is outstanding with
@@ -37,6 +56,7 @@
 
 #include "transport/master_changes.hpp"
 #include "transport/node_pool.hpp"
+#include "transport/router_pools.hpp"
 #include "transport/slot_map.hpp"
 
 #include <redsync/options.hpp>
@@ -136,6 +156,14 @@ class cluster_router {
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 
+  // Pools not closed yet: live ones (one per address in use) and retired
+  // ones still draining (see "Pool lifetime"), for tests and diagnostics.
+  struct pool_count {
+    std::size_t live = 0;
+    std::size_t retiring = 0;
+  };
+  pool_count pools() const noexcept { return {pools_.live_count(), pools_.retiring_count()}; }
+
   void close(std::function<void()> closed);
 
  private:
@@ -148,7 +176,8 @@ class cluster_router {
   void on_reply(std::shared_ptr<pending> p, node_pool& pool, command_result&& r);
   void read_map_from(std::size_t source, clock::time_point deadline, std::vector<std::string> errors);
   void finish_refresh(const std::string& error);
-  // Takes a map just read, and reports it (and the failovers it shows).
+  // Takes a map just read, retires the pools it no longer needs, and
+  // reports it (and the failovers it shows).
   void adopt_map(slot_map&& m);
   void refresh_in_background();
 
@@ -156,7 +185,7 @@ class cluster_router {
   std::vector<node_options> seeds_;
   redsync_options options_;
   std::string address_;
-  std::map<std::string, std::unique_ptr<node_pool>> pools_;  // by host:port
+  router_pools pools_;
   slot_map map_;
   bool have_map_ = false;
   // The nodes a refresh asks, in order, fixed when it starts.

@@ -43,7 +43,29 @@ std::vector<std::pair<std::string, std::string>> master_changes::adopt(const slo
     out.push_back(std::move(change));
   }
   masters_ = std::move(serving);
+  forget_unused_names();
   return out;
+}
+
+void master_changes::forget_unused_names() {
+  // A name stays while some slot was last served by it: the current masters
+  // and the last masters of slots nobody serves now. The others (masters
+  // that left long ago, at addresses that may never come back) go, so a
+  // long-lived router over masters that keep changing addresses keeps only
+  // what it can still report a failover from.
+  std::vector<std::int32_t> renamed(names_.size(), -1);
+  for (const std::int32_t n : last_)
+    if (n >= 0) renamed[static_cast<std::size_t>(n)] = 0;
+  if (std::find(renamed.begin(), renamed.end(), -1) == renamed.end()) return;
+  std::vector<std::string> kept;
+  for (std::size_t k = 0; k < names_.size(); ++k) {
+    if (renamed[k] < 0) continue;
+    renamed[k] = static_cast<std::int32_t>(kept.size());
+    kept.push_back(std::move(names_[k]));
+  }
+  for (std::int32_t& n : last_)
+    if (n >= 0) n = renamed[static_cast<std::size_t>(n)];
+  names_ = std::move(kept);
 }
 
 }  // namespace redsync::detail

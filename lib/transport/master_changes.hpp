@@ -29,9 +29,16 @@ class master_changes {
   std::vector<std::pair<std::string, std::string>> adopt(const slot_map& m);
   // The masters (host:port) that serve slots in the last map taken.
   const std::vector<std::string>& masters() const noexcept { return masters_; }
+  // The masters it still knows: those some slot was last served by (the
+  // current ones, and the last of slots nobody serves now). Masters that
+  // left long ago are forgotten.
+  std::size_t known() const noexcept { return names_.size(); }
 
  private:
-  std::vector<std::string> names_;          // every master ever seen
+  // Drops the names no slot refers to any more (every adopt).
+  void forget_unused_names();
+
+  std::vector<std::string> names_;          // every master some slot was last served by
   std::array<std::int32_t, 16384> last_{};  // per slot: index into names_, or -1
   std::vector<std::string> masters_;
 };

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace redsync::test {
@@ -32,6 +33,9 @@ class router_fixture {
         if (at == std::string_view::npos) return;
         const auto end = text.find_first_of("\r\n", at);
         run_ids_[address] = std::string(text.substr(at + 7, end - at - 7));
+      });
+      router_->on_master_event([this](const std::string& address, detail::pool_event e, std::string_view) {
+        events_.emplace_back(address, e);
       });
     });
   }
@@ -93,6 +97,47 @@ class router_fixture {
     return m;
   }
 
+  // Sends argv (argv[1] decides the slot) without waiting: the result
+  // arrives in the future.
+  std::future<detail::command_result> call_async(std::vector<std::string> argv,
+                                                 std::chrono::milliseconds timeout) {
+    auto promise = std::make_shared<std::promise<detail::command_result>>();
+    auto future = promise->get_future();
+    std::vector<std::string_view> views(argv.begin(), argv.end());
+    const auto wire = detail::encode_command(views);
+    const std::uint16_t slot = detail::key_slot(argv.at(1));
+    loop_.post([this, wire, timeout, slot, promise] {
+      router_->send(slot, 0, wire, timeout,
+                    [promise](detail::command_result&& r) { promise->set_value(std::move(r)); });
+    });
+    return future;
+  }
+
+  // Reads the map (cluster_router::refresh) and waits: "" or why not.
+  std::string refresh(std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) {
+    auto promise = std::make_shared<std::promise<std::string>>();
+    auto future = promise->get_future();
+    loop_.post([this, timeout, promise] {
+      router_->refresh(timeout, [promise](const std::string& error) { promise->set_value(error); });
+    });
+    REQUIRE(future.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::ready);
+    return future.get();
+  }
+
+  // The router's pools not closed yet (live, retiring), read on the loop thread.
+  detail::cluster_router::pool_count pools() {
+    detail::cluster_router::pool_count n;
+    loop_.run_sync([&] { n = router_->pools(); });
+    return n;
+  }
+
+  // The pool events the router reported (on_master_event), by host:port.
+  std::vector<std::pair<std::string, detail::pool_event>> master_events() {
+    std::vector<std::pair<std::string, detail::pool_event>> v;
+    loop_.run_sync([&] { v = events_; });
+    return v;
+  }
+
   // The router's map, copied on the loop thread.
   detail::slot_map map() {
     detail::slot_map m;
@@ -103,7 +148,8 @@ class router_fixture {
  private:
   detail::event_loop loop_{nullptr};
   std::unique_ptr<detail::cluster_router> router_;
-  std::map<std::string, std::string> run_ids_;  // loop thread
+  std::map<std::string, std::string> run_ids_;                      // loop thread
+  std::vector<std::pair<std::string, detail::pool_event>> events_;  // loop thread
 };
 
 }  // namespace redsync::test

@@ -54,3 +54,22 @@ TEST_CASE("slots moved between masters that stay masters are a migration, not a 
   // Every slot of 7000 moved to 7001, a master already: still no failover.
   CHECK(w.adopt(map_of({{7001, {0, 16383}}})).empty());
 }
+
+TEST_CASE("masters that left long ago are forgotten, and the last master of unserved slots is not") {
+  master_changes w;
+  (void)w.adopt(map_of({{7000, {0, 8191}}, {7001, {8192, 16383}}}));
+  // 7001 dies and its slots stay unserved while the other shard fails over
+  // to a new address 300 times (pods with new IPs): each failover is seen,
+  // and only the current master and 7001 are kept.
+  int last = 7000;
+  for (int port = 8000; port < 8300; ++port) {
+    CHECK(w.adopt(map_of({{port, {0, 8191}}})) ==
+          changes{{"127.0.0.1:" + std::to_string(last), "127.0.0.1:" + std::to_string(port)}});
+    CHECK(w.known() == 2);
+    last = port;
+  }
+  // 7001's replica is promoted at last: a failover from 7001.
+  CHECK(w.adopt(map_of({{last, {0, 8191}}, {7003, {8192, 16383}}})) ==
+        changes{{"127.0.0.1:7001", "127.0.0.1:7003"}});
+  CHECK(w.known() == 2);
+}
