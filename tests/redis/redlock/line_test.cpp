@@ -344,9 +344,22 @@ TEST_SUITE("line") {
                              [&] { return w.lock(redsync::context::timeout(20s).with(stop.get_token())); });
     redis_client n0(c[0]);
     n0.reset_stats();
-    // Two attempts, the leave, and more attempts.
+    const auto in_line = [&] { return n0.command({"ZCARD", name + ":redsync-line"}).integer; };
+    // W joins with its first attempt, and leaves after the second (which
+    // awaits node 1's timeout). The leave's script may reach node 0 after
+    // the next attempt's (its first EVALSHA there is answered NOSCRIPT, and
+    // the EVAL goes out after that attempt), so W's absence is awaited.
     REQUIRE(wait_until([&] { return n0.calls("evalsha") >= 5; }, 10s));
-    CHECK(n0.command({"ZCARD", name + ":redsync-line"}).integer == 0);
+    CHECK(wait_until([&] { return in_line() == 0; }, 5s));
+    // And it stays out over its next attempts: each fail_fast one keeps its
+    // (lack of a) place, each awaiting one confirms it cannot reach a quorum.
+    const auto seen = n0.calls("evalsha");
+    REQUIRE(wait_until(
+        [&] {
+          CHECK(in_line() == 0);
+          return n0.calls("evalsha") >= seen + 4;
+        },
+        10s));
     stop.request_stop();
     CHECK_FALSE(w_done.get().ok());
     CHECK(holder.unlock(redsync::context{}).ok());
