@@ -1,9 +1,9 @@
 // A Redsync with cluster members destroyed while calls are in flight, on
 // the application's own loop thread (lifetime_test.cpp covers standalone
 // members).
+#include "app_loop.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
-#include "on_loop_thread.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
 
@@ -20,10 +20,10 @@
 #include <thread>
 
 using namespace std::chrono_literals;
+using redsync::test::app_loop;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_cluster;
-using redsync::test::reset_on_loop_thread;
 using redsync::test::unique_name;
 
 // The router sends INFO before every command on a cluster member and hands
@@ -37,14 +37,12 @@ TEST_CASE(
     "drain "
     "reach nothing freed") {
   redis_cluster cl(cluster_config{.masters = 3, .node_timeout_ms = 20000});
-  uv_loop_t loop;
-  REQUIRE(uv_loop_init(&loop) == 0);
-  uv_async_t stop;
-  uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+  app_loop app;
   const auto name = unique_name("cluster-destroyed-on-loop");
   std::optional<redsync::Redsync> rs;
-  rs.emplace(std::vector<std::string>{cl.uri()}, fresh_nodes({.loop = &loop, .shutdown_timeout = 3000ms}));
-  std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+  rs.emplace(std::vector<std::string>{cl.uri()},
+             fresh_nodes({.loop = app.get(), .shutdown_timeout = 3000ms}));
+  app.run();
   auto m = std::make_unique<redsync::Mutex>(
       rs->new_mutex(name, {.expiry = 20s, .tries = 1, .timeout_factor = 0.2}));
   {
@@ -62,14 +60,12 @@ TEST_CASE(
   std::promise<redsync::result> answered;
   m->lock_async(redsync::context{}, [&](redsync::result r) { answered.set_value(std::move(r)); });
   std::this_thread::sleep_for(300ms);  // INFO + script written into the paused master's socket
-  REQUIRE(reset_on_loop_thread(&loop, 3s, m, rs));
+  REQUIRE(app.reset(3s, m, rs));
   for (std::size_t i = 0; i < cl.size(); ++i) cl[i].resume();
   auto f = answered.get_future();
   REQUIRE(f.wait_for(5s) == std::future_status::ready);
   std::this_thread::sleep_for(1500ms);  // the drain's answers (INFO first) arrive
-  uv_async_send(&stop);
-  runner.join();
-  CHECK(uv_loop_close(&loop) == 0);
+  CHECK(app.stop(10s));                 // nothing of the Redsync's is left on the loop
 }
 
 // Durable mode, a MOVED: the script follows the redirection to the new

@@ -8,10 +8,10 @@
 // lifetime_test.cpp and cluster_lifetime_test.cpp cover the rounds and the
 // INFO listeners.
 
+#include "app_loop.hpp"
 #include "cluster_set.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
-#include "on_loop_thread.hpp"
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
@@ -37,13 +37,13 @@
 
 using namespace std::chrono_literals;
 using redsync::detail::cluster_name_slot;
+using redsync::test::app_loop;
 using redsync::test::cluster;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::names_in_distinct_slots;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
-using redsync::test::run_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 
@@ -53,26 +53,6 @@ namespace {
 // (its outstanding commands fail with `shutdown`) this long after the
 // Redsync is destroyed.
 constexpr auto drain_bound = 1000ms;
-
-// An application-owned loop run by a thread of its own until the test ends.
-struct app_loop {
-  uv_loop_t loop{};
-  uv_async_t stop{};
-  std::thread runner;
-
-  app_loop() {
-    REQUIRE(uv_loop_init(&loop) == 0);
-    uv_async_init(&loop, &stop, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
-  }
-  void run() {
-    runner = std::thread([this] { uv_run(&loop, UV_RUN_DEFAULT); });
-  }
-  ~app_loop() {
-    uv_async_send(&stop);
-    if (runner.joinable()) runner.join();
-    CHECK(uv_loop_close(&loop) == 0);
-  }
-};
 
 long long permits_on(redsync::test::redis_server& s, const std::string& name) {
   return redis_client(s).command({"ZCARD", "redsync:sem:{" + name + "}"}).integer;
@@ -94,7 +74,7 @@ TEST_CASE("a permit release that fails after its Redsync is gone touches nothing
   std::optional<redsync::Redsync> rs;
   // Made before the loop runs: libuv handles are created on the loop's
   // thread or while nobody runs it.
-  rs.emplace(c.uris(), fresh_nodes({.loop = &app.loop, .shutdown_timeout = drain_bound}));
+  rs.emplace(c.uris(), fresh_nodes({.loop = app.get(), .shutdown_timeout = drain_bound}));
   app.run();
   // A command timeout (20 s * 0.2) past the drain's bound: node 2's release
   // fails when its connection is closed, not by timing out.
@@ -112,8 +92,7 @@ TEST_CASE("a permit release that fails after its Redsync is gone touches nothing
   auto p = std::make_unique<redsync::permit>(std::move(got.permit));
   for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(permits_on(c[i], name) == 1);
   c[2].pause();
-  REQUIRE(run_on_loop_thread(
-      &app.loop,
+  REQUIRE(app.call(
       [&] {
         p.reset();  // its release is posted before the engine's destruction
         sem.reset();
@@ -127,6 +106,7 @@ TEST_CASE("a permit release that fails after its Redsync is gone touches nothing
   // Woken, node 2 runs the release from its closed socket.
   c[2].resume();
   CHECK(wait_until([&] { return permits_on(c[2], name) == 0; }, 5s));
+  CHECK(app.stop(10s));  // nothing of the Redsync's is left on the loop
 }
 
 // A multi-name lock whose names are in two slots sends one call per slot
@@ -148,7 +128,7 @@ TEST_CASE(
     app_loop app;
     const auto names = names_in_distinct_slots(unique_name("groups-after-gone"), 2);
     std::optional<redsync::Redsync> rs;
-    rs.emplace(set, fresh_nodes({.loop = &app.loop, .shutdown_timeout = drain_bound}));
+    rs.emplace(set, fresh_nodes({.loop = app.get(), .shutdown_timeout = drain_bound}));
     app.run();
     {
       // The names' slots are surveyed first, so the round below goes out.
@@ -173,8 +153,7 @@ TEST_CASE(
         },
         5s));
     if (on_loop_thread) {
-      REQUIRE(run_on_loop_thread(
-          &app.loop,
+      REQUIRE(app.call(
           [&] {
             m.reset();
             rs.reset();
@@ -194,6 +173,7 @@ TEST_CASE(
     for (std::size_t i = 0; i < standalone.size(); ++i)
       for (const auto& n : names)
         CHECK_MESSAGE(wait_until([&] { return !redis_client(standalone[i]).exists(n); }, 5s), "node ", i);
+    CHECK(app.stop(10s));  // nothing of the Redsync's is left on the loop
   }
 }
 

@@ -2,9 +2,9 @@
 // Redsync, goes away; what held() says after an unlock that failed or a lock
 // that was lost; releases that could not be sent at first.
 
+#include "app_loop.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
-#include "on_loop_thread.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
@@ -28,11 +28,11 @@
 #include <thread>
 
 using namespace std::chrono_literals;
+using redsync::test::app_loop;
 using redsync::test::cluster;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
-using redsync::test::reset_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
@@ -330,19 +330,15 @@ TEST_SUITE("lifetime") {
     for (const bool frozen_past_drain : {false, true}) {
       CAPTURE(frozen_past_drain);
       cluster c(3);
-      uv_loop_t loop;
-      REQUIRE(uv_loop_init(&loop) == 0);
-      uv_async_t stop;
-      uv_async_init(&loop, &stop,
-                    [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+      app_loop app;
 
       const auto name = unique_name("destroyed-on-loop");
       std::optional<redsync::Redsync> rs;
       // Made before the loop runs: libuv handles are created on the loop's
       // thread or while nobody runs it.
       const auto drain_bound = frozen_past_drain ? 300ms : 3000ms;
-      rs.emplace(c.uris(), fresh_nodes({.loop = &loop, .shutdown_timeout = drain_bound}));
-      std::thread runner([&] { uv_run(&loop, UV_RUN_DEFAULT); });
+      rs.emplace(c.uris(), fresh_nodes({.loop = app.get(), .shutdown_timeout = drain_bound}));
+      app.run();
       const auto expiry = 4s;
       auto m = std::make_unique<redsync::Mutex>(rs->new_mutex(name, {.expiry = expiry, .tries = 1}));
       {
@@ -358,7 +354,7 @@ TEST_SUITE("lifetime") {
       REQUIRE(
           wait_until([&] { return redis_client(c[0]).exists(name) && redis_client(c[1]).exists(name); }, 3s));
       // Destroy the Mutex and the Redsync on the loop's own thread.
-      REQUIRE(reset_on_loop_thread(&loop, 3s, m, rs));
+      REQUIRE(app.reset(3s, m, rs));
       auto f = answered.get_future();
       if (frozen_past_drain) {
         // The drain gives up on node 2 and its connection is closed: the
@@ -377,9 +373,7 @@ TEST_SUITE("lifetime") {
                                  i == 2 && frozen_past_drain ? expiry + 5s : 5s),
                       "node ", i);
 
-      uv_async_send(&stop);
-      runner.join();
-      CHECK(uv_loop_close(&loop) == 0);
+      CHECK(app.stop(10s));  // nothing of the Redsync's is left on the loop
     }
   }
 

@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "app_loop.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
-#include "on_loop_thread.hpp"
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
 #include "router_fixture.hpp"
@@ -37,12 +37,12 @@ using redsync::detail::command_result;
 using redsync::detail::key_slot;
 using redsync::detail::pool_event;
 using redsync::detail::transport_status;
+using redsync::test::app_loop;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::router_fixture;
-using redsync::test::run_on_loop_thread;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 
@@ -324,19 +324,12 @@ TEST_CASE("a master retired while unreachable and a master again later is told a
 TEST_CASE(
     "closing a router while a retired pool still has a command in flight closes every pool and handle") {
   redis_cluster cl(cluster_config{.masters = 3});
-  uv_loop_t loop;
-  REQUIRE(uv_loop_init(&loop) == 0);
-  uv_async_t keep;  // keeps the loop running until the end
-  uv_async_init(&loop, &keep, [](uv_async_t* h) { uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr); });
+  app_loop app;
   auto router = std::make_unique<redsync::detail::cluster_router>(
-      &loop, redsync::detail::parse_cluster_uri("redis+cluster://" + address_of(cl, 0)),
+      app.get(), redsync::detail::parse_cluster_uri("redis+cluster://" + address_of(cl, 0)),
       redsync::redsync_options{});
-  std::promise<void> ran;
-  std::thread runner([&] {
-    uv_run(&loop, UV_RUN_DEFAULT);
-    ran.set_value();
-  });
-  const auto on_loop = [&](const std::function<void()>& fn) { REQUIRE(run_on_loop_thread(&loop, fn, 10s)); };
+  app.run();
+  const auto on_loop = [&](const std::function<void()>& fn) { REQUIRE(app.call(fn, 10s)); };
   const auto call = [&](const std::string& key, std::chrono::milliseconds timeout) {
     auto done = std::make_shared<std::promise<command_result>>();
     auto result = done->get_future();
@@ -379,10 +372,7 @@ TEST_CASE(
   REQUIRE(pending.wait_for(1s) == std::future_status::ready);
   CHECK(pending.get().status == transport_status::shutdown);
   on_loop([&] { router.reset(); });
-  uv_async_send(&keep);
   // Nothing of the router's is left on the loop: it stops, and closes.
-  REQUIRE(ran.get_future().wait_for(10s) == std::future_status::ready);
-  runner.join();
-  CHECK(uv_loop_close(&loop) == 0);
+  CHECK(app.stop(10s));
   cl[2].resume();
 }
