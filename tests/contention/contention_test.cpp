@@ -3,7 +3,9 @@
 // a shared file the unsafe way (read, hold, write back). Each test asserts
 // what a user can rely on, with generous bounds (performance figures come
 // from scripts/bench, never from here):
-// - every lock call succeeds (no deadline exceeded, no other error);
+// - every lock call succeeds (no deadline exceeded, no other error); when a
+//   node is killed, the one holder that held exactly a quorum including it
+//   may fail to confirm its release, and nothing else fails;
 // - the counter equals N x M and no two grants overlap (mutual exclusion on
 //   a real shared resource);
 // - no wait, and no stall (the lock free while someone wanted it), comes
@@ -33,6 +35,7 @@
 using namespace std::chrono_literals;
 using redsync::contention::describe;
 using redsync::contention::figures;
+using failure_record = redsync::contention::failure;
 using redsync::contention::measure;
 using redsync::contention::run_settings;
 
@@ -92,6 +95,7 @@ void check_contention(const scenario& sc) {
   s.give_up = 15s * std::min(k, 2);
 
   bool killed = false;
+  const std::string killed_address = nodes[2].address();
   const long half = static_cast<long>(sc.processes) * cycles / 2;
   const auto outcome = redsync::contention::run(s, [&](long counter) {
     if (sc.kill_node && !killed && counter >= half) {
@@ -118,12 +122,31 @@ void check_contention(const scenario& sc) {
   for (const auto& p : outcome.problems) problems += p + "; ";
   REQUIRE_MESSAGE(outcome.problems.empty(), problems);
   if (sc.kill_node) CHECK(killed);
-  CHECK_MESSAGE(f.failures == 0, "first failed call: ",
-                outcome.failures.empty()
-                    ? std::string()
-                    : outcome.failures.front().error + " after " +
-                          std::to_string(outcome.failures.front().elapsed_ns / 1'000'000) +
-                          " ms:" + outcome.failures.front().detail);
+  // One failure is the protocol's, not the line's: a holder whose quorum was
+  // exactly three nodes including the killed one cannot confirm its release
+  // on a majority (two release, the killed node is unreachable, the other two
+  // never held it), and says so. Only one process holds at a time and no
+  // acquisition after the kill can count the killed node, so at most one
+  // unlock, naming the killed node as unreachable.
+  std::size_t unexplained = 0;
+  std::size_t unlocks_cut_by_kill = 0;
+  const failure_record* first_unexplained = nullptr;
+  for (const auto& e : outcome.failures) {
+    const bool cut_by_kill = sc.kill_node && e.error.rfind("unlock:", 0) == 0 &&
+                             e.detail.find(killed_address + " unreachable") != std::string::npos;
+    if (cut_by_kill) {
+      ++unlocks_cut_by_kill;
+      continue;
+    }
+    ++unexplained;
+    if (first_unexplained == nullptr) first_unexplained = &e;
+  }
+  CHECK(unlocks_cut_by_kill <= 1);
+  CHECK_MESSAGE(unexplained == 0, "first failed call: ",
+                first_unexplained == nullptr ? std::string()
+                                             : first_unexplained->error + " after " +
+                                                   std::to_string(first_unexplained->elapsed_ns / 1'000'000) +
+                                                   " ms:" + first_unexplained->detail);
   CHECK(f.incomplete == 0);
   CHECK(f.overlaps == 0);
   // Every recorded grant added one: no increment was lost to an overlap.
