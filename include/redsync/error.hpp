@@ -34,11 +34,13 @@ enum class errc {
   /// A quorum agreed, but `expiry - elapsed - drift` was already <= 0, so the
   /// lock was not safe to use (it has been released again).
   validity_elapsed,
-  /// unlock/extend/valid: a quorum of nodes answered and our value is gone
-  /// from too many of them (the lock expired and nobody else took it).
+  /// unlock/extend/valid: our value is gone from so many nodes that no
+  /// majority can still hold it (the lock expired and nobody else took it).
+  /// When the nodes that did not answer could still make a majority with
+  /// those that said "ours", the error is no_quorum instead: we cannot tell.
   expired,
-  /// unlock/extend/valid: a quorum of nodes answered and at least one of them
-  /// holds another holder's value (redsync's ErrTaken; see `result::nodes`).
+  /// unlock/extend/valid: as expired, and at least one node holds another
+  /// holder's value (redsync's ErrTaken; see `result::nodes`).
   taken,
   /// The call's `std::stop_token` was triggered.
   cancelled,

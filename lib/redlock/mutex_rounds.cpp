@@ -98,7 +98,8 @@ void release_everywhere_retried(mutex_state& st) {
 }
 
 errc holder_failure(const tally& t, std::size_t quorum) {
-  if (t.ok + t.taken + t.missing >= quorum) return t.taken > 0 ? errc::taken : errc::expired;
+  const std::size_t not_ours = t.taken + t.missing;
+  if (not_ours > t.nodes.size() - quorum) return t.taken > 0 ? errc::taken : errc::expired;
   return errc::no_quorum;
 }
 

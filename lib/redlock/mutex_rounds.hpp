@@ -59,7 +59,11 @@ round_sender retried_release_sender(mutex_state& st);
 void release_everywhere_retried(mutex_state& st);
 
 // Why a holder's step (release, extend, check) failed. We only claim
-// "taken" or "expired" when a quorum of nodes told us the state of the key.
+// "taken" or "expired" when so many nodes said the key is not ours (gone or
+// someone else's) that no majority can still hold it; when the nodes that did
+// not answer could still make a majority with the ones that said "ours", the
+// answer is no_quorum: we cannot tell (a holder whose quorum was exactly three
+// of five, one of them since killed, is not told its lock "expired").
 errc holder_failure(const tally& t, std::size_t quorum);
 
 // Why an acquisition's attempt failed (a mutex's or a semaphore's, with

@@ -185,6 +185,31 @@ TEST_SUITE("lock") {
     CHECK(m.unlock(redsync::context{}).error == redsync::errc::not_held);
   }
 
+  TEST_CASE("unlock that cannot tell whether a majority held the lock is no_quorum, not expired") {
+    // A holder whose quorum was exactly three of five (two nodes never had
+    // its key) loses one of the three to kill -9: two say "ours", two
+    // "missing", one is unreachable. The unreachable one may still have held
+    // it, so "expired" would be a claim we cannot make.
+    cluster c(5);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("unsure");
+    auto m = rs.new_mutex(name, {.expiry = 10s});
+    REQUIRE(m.lock(redsync::context{}).ok());
+    for (std::size_t i : {3u, 4u}) redis_client(c[i]).command({"DEL", name});
+    c[2].kill();
+    auto r = m.unlock(redsync::context{});
+    CHECK_MESSAGE(r.error == redsync::errc::no_quorum, r.describe());
+    CHECK(r.nodes_with(redsync::node_status::ok).size() == 2);
+    CHECK(r.nodes_with(redsync::node_status::missing).size() == 2);
+    for (std::size_t i : {0u, 1u}) CHECK_FALSE(redis_client(c[i]).exists(name));
+    // With a third node saying "missing", no majority can hold it: expired.
+    auto m2 = rs.new_mutex(unique_name("gone"), {.expiry = 10s});
+    REQUIRE(m2.lock(redsync::context{}).ok());
+    for (std::size_t i : {0u, 3u, 4u}) redis_client(c[i]).command({"DEL", m2.name()});
+    auto r2 = m2.unlock(redsync::context{});
+    CHECK_MESSAGE(r2.error == redsync::errc::expired, r2.describe());
+  }
+
   TEST_CASE("unlock on a mutex that never acquired is not_held and sends nothing") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
