@@ -11,6 +11,15 @@
 //      it (every node but those that refused), in order on the node's
 //      connection, and the next attempt waits for the retry delay or for
 //      releases heard from a quorum of nodes.
+// The undo of an attempt the client made on its own schedule (its first, or
+// one after its retry delay) announces the freed slot as a release does:
+// its grants may have refused waiters, who would otherwise sleep their whole
+// retry delay while the permit is free. The undo of an attempt made because
+// a release was heard is quiet. So no wake-up chain: every announcement
+// comes from a release or from a self-scheduled attempt, a waiter makes at
+// most one woken attempt per announcement it needs, and its own failed woken
+// attempts announce nothing; undos announce at most twice per waiter per
+// retry delay (the attempt and one on another open slot).
 // Each attempt uses a fresh permit id, so an undo or a late answer of one
 // attempt can never touch the permit of another.
 
@@ -82,6 +91,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
     max_tries_ = blocking_ ? st_->opts.tries : 1;
     slot_ = random_slot();
+    woken_ = false;
     attempt();
   }
 
@@ -229,21 +239,26 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (missed || heard_.size() >= st_->quorum) return wake();
     const auto now = clock::now();
     const auto left = now >= try_due_ ? microseconds::zero() : duration_cast<microseconds>(try_due_ - now);
-    retry_timer_->start(left, [this] { attempt(); });
+    retry_timer_->start(left, [this] {
+      woken_ = false;
+      attempt();
+    });
   }
 
   // Every node that did not refuse may hold the attempt's permit (a node
   // that timed out may still run it): the undo goes to each, sent so that
   // it runs in its place on the node's connection (no fallback later), and
   // nobody waits for it (a hung node must not stall us). Tracked so that
-  // shutdown waits for it.
+  // shutdown waits for it. Announced unless the attempt was woken (see the
+  // top of this file); a node announces only if it held the permit.
   // `all`: the attempt's round has not reported (last_ is an older one's).
   void undo_everywhere(bool all) {
+    const script_call& undo = woken_ ? current_->undo_call : current_->release_call;
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (!all && last_.nodes[i].status == node_status::taken) continue;
       if (!eng_.can_send()) return;
-      send_script_in_order(eng_.script_mode(), eng_.at(i, st_->slot), st_->route, current_->undo_call,
-                           st_->timeout, eng_.track_cleanup([](command_result&&) {}));
+      send_script_in_order(eng_.script_mode(), eng_.at(i, st_->slot), st_->route, undo, st_->timeout,
+                           eng_.track_cleanup([](command_result&&) {}));
     }
   }
 
@@ -287,7 +302,10 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_) return;
     if (freed_slot_) slot_ = *freed_slot_;
     std::uniform_int_distribution<std::int64_t> d(0, duration_cast<microseconds>(wake_spread).count());
-    retry_timer_->start(microseconds{d(eng_.rng())}, [this] { attempt(); });
+    retry_timer_->start(microseconds{d(eng_.rng())}, [this] {
+      woken_ = true;
+      attempt();
+    });
   }
 
   // Deadline, cancellation or shutdown with an attempt in flight: its
@@ -333,6 +351,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   bool waiting_for_survey_ = false;
   bool looked_after_subscribing_ = false;
   bool switched_slot_ = false;  // this try already moved to an open slot
+  bool woken_ = false;          // the current attempt was made because releases were heard
 };
 
 }  // namespace

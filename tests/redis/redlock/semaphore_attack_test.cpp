@@ -40,15 +40,12 @@ std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t
 }  // namespace
 
 TEST_SUITE("semaphore attack") {
-  // KNOWN, left open (availability): the undo of a failed attempt is quiet
-  // (release script with ARGV[3] = "0", semaphore_state.cpp undo_call), so a
-  // waiter refused because of a grant that is then undone is not woken: it
-  // sleeps its retry delay while the permit is free. Making undos publish
-  // needs a rule against wake-up chains (a woken waiter's own failed
-  // attempt would publish again); with the default delay (50-250 ms) the
-  // cost is one delay.
-  TEST_CASE("a waiter refused by a failed attempt's grant is woken once that grant is undone" *
-            doctest::may_fail()) {
+  // Was a known availability hole: the undo of a failed attempt was quiet,
+  // so a waiter refused because of a grant that was then undone slept its
+  // whole retry delay while the permit was free. An attempt made on the
+  // client's own schedule now announces its undo (the next test pins the
+  // rule that keeps that from chaining).
+  TEST_CASE("a waiter refused by a failed attempt's grant is woken once that grant is undone") {
     cluster c(3);
     prime_records(c.uris());  // stamps every record now: a guarded client excludes them
     const auto name = unique_name("sem-attack-quiet-undo");
@@ -91,6 +88,55 @@ TEST_SUITE("semaphore attack") {
       CHECK_MESSAGE(wr.ok(), wr.describe());
     }
     c[2].resume();
+  }
+
+  // The rule against wake-up chains: an attempt made because releases were
+  // heard undoes quietly, so failed woken attempts can never wake each other
+  // in a loop. W's first attempt (its own schedule) is refused by a stand-in
+  // holder on nodes 0 and 1 and granted by node 2: its undo announces. Its
+  // attempts after subscribing and after a heard release are woken: their
+  // undos announce nothing. Then the holder leaves and W gets the permit.
+  TEST_CASE("only an attempt made on the client's own schedule announces its undo") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-attack-chain");
+    const std::string set = "redsync:sem:{" + name + "}";
+    const std::string channel = "redsync:sem-release:" + name;
+    for (std::size_t i : {0u, 1u}) {
+      redis_client cl(c[i]);
+      cl.command({"ZADD", set, "99999999999999", "0:someone-else"});
+      cl.command({"SET", set + ":permits", "1"});
+    }
+    redis_client n2(c[2]);
+    n2.reset_stats();
+    redsync::Redsync rw(c.uris(), fresh_nodes());
+    auto w = rw.new_semaphore(
+        name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.01});
+    auto wf = w.acquire_future(redsync::context::timeout(60s));
+    // Two undos on node 2: the first attempt's and the one after subscribing.
+    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 2; }, 10s));
+    CHECK(n2.calls("zadd") == 2);
+    CHECK(n2.calls("publish") == 1);
+    CHECK(permits_on(n2, name) == 0);
+    // A release announced by nodes 0 and 2 (a quorum) wakes W; refused again,
+    // it undoes without announcing (the only new publish is ours).
+    for (std::size_t i : {0u, 2u}) redis_client(c[i]).command({"PUBLISH", channel, "0"});
+    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 3; }, 10s));
+    CHECK(n2.calls("zadd") == 3);
+    CHECK(n2.calls("publish") == 2);
+    // Nothing more without a release: W sleeps its 20 s retry delay.
+    std::this_thread::sleep_for(300ms);
+    CHECK(n2.calls("zadd") == 3);
+    // The holder leaves and announces it: W gets the permit.
+    for (std::size_t i : {0u, 1u}) {
+      redis_client cl(c[i]);
+      cl.command({"ZREM", set, "0:someone-else"});
+      cl.command({"PUBLISH", channel, "0"});
+    }
+    REQUIRE(wf.wait_for(10s) == std::future_status::ready);
+    auto wr = wf.get();
+    REQUIRE_MESSAGE(wr.ok(), wr.describe());
+    CHECK(wr.permit.release({}).ok());
   }
 
   // The documented assumption "one node list" (README, Safety; safety.md):
