@@ -60,9 +60,9 @@ void release_everywhere_retried(mutex_state& st);
 
 // Why a holder's step (release, extend, check) failed. We only claim
 // "taken" or "expired" when so many nodes said the key is not ours (gone or
-// someone else's) that no majority can still hold it; when the nodes that did
-// not answer could still make a majority with the ones that said "ours", the
-// answer is no_quorum: we cannot tell (a holder whose quorum was exactly three
+// someone else's) that no quorum of nodes can still hold it; when the nodes
+// that did not answer could still make a quorum with the ones that said
+// "ours", the answer is no_quorum: we cannot tell (a holder whose quorum was exactly three
 // of five, one of them since killed, is not told its lock "expired").
 errc holder_failure(const tally& t, std::size_t quorum);
 

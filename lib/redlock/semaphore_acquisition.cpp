@@ -15,11 +15,11 @@
 // one after its retry delay) announces the freed slot as a release does:
 // its grants may have refused waiters, who would otherwise sleep their whole
 // retry delay while the permit is free. The undo of an attempt made because
-// a release was heard is quiet. So no wake-up chain: every announcement
-// comes from a release or from a self-scheduled attempt, a waiter makes at
-// most one woken attempt per announcement it needs, and its own failed woken
-// attempts announce nothing; undos announce at most twice per waiter per
-// retry delay (the attempt and one on another open slot).
+// a release was heard is quiet (so is the slot switch that follows it). So
+// no wake-up chain: every announcement comes from a release or from a
+// self-scheduled attempt, whose rate the callers choose (a call's first
+// attempt, then at most two per retry delay: the attempt and one on another
+// open slot), and a failed woken attempt announces nothing.
 // Each attempt uses a fresh permit id, so an undo or a late answer of one
 // attempt can never touch the permit of another.
 

@@ -37,6 +37,22 @@ std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t
   return {uris.begin(), uris.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
+long long subscribers(redsync::test::redis_server& s, const std::string& channel) {
+  auto r = redis_client(s).command({"PUBSUB", "NUMSUB", channel});
+  return r.elements.size() == 2 ? r.elements[1].integer : 0;
+}
+
+// A stand-in holder's permit of a k = 1 semaphore on `nodes`, expiring far
+// in the future (another client's, as far as any attempt can tell).
+void plant_foreign_permit(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
+  const std::string set = "redsync:sem:{" + name + "}";
+  for (std::size_t i : nodes) {
+    redis_client cl(c[i]);
+    cl.command({"ZADD", set, "99999999999999", "0:someone-else"});
+    cl.command({"SET", set + ":permits", "1"});
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("semaphore attack") {
@@ -57,10 +73,10 @@ TEST_SUITE("semaphore attack") {
     // wake test), which only a wake-up can shorten.
     redsync::Redsync rw(c.uris(), fresh_nodes());
     auto w = rw.new_semaphore(
-        name, 1, {.expiry = 20s, .tries = 2, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.01});
+        name, 1, {.expiry = 20s, .tries = 2, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.05});
     // Node 2 paused: every round waits its per-node timeout there, 4 s for
     // X, so X's grants on nodes 0 and 1 stay live for 4 s, while W's rounds
-    // (200 ms) are refused by them, its look after subscribing included.
+    // (1 s) are refused by them.
     c[2].pause();
     auto xf = x.try_acquire_future();
     redis_client n0(c[0]);
@@ -102,16 +118,14 @@ TEST_SUITE("semaphore attack") {
     const auto name = unique_name("sem-attack-chain");
     const std::string set = "redsync:sem:{" + name + "}";
     const std::string channel = "redsync:sem-release:" + name;
-    for (std::size_t i : {0u, 1u}) {
-      redis_client cl(c[i]);
-      cl.command({"ZADD", set, "99999999999999", "0:someone-else"});
-      cl.command({"SET", set + ":permits", "1"});
-    }
+    plant_foreign_permit(c, name, {0, 1});
     redis_client n2(c[2]);
     n2.reset_stats();
     redsync::Redsync rw(c.uris(), fresh_nodes());
+    // 1 s per node: a loaded machine's slow reply must not fail the last
+    // attempt (the next one would be 20 s away).
     auto w = rw.new_semaphore(
-        name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.01});
+        name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.05});
     auto wf = w.acquire_future(redsync::context::timeout(60s));
     // Two undos on node 2: the first attempt's and the one after subscribing.
     REQUIRE(wait_until([&] { return n2.calls("zrem") >= 2; }, 10s));
@@ -120,6 +134,8 @@ TEST_SUITE("semaphore attack") {
     CHECK(permits_on(n2, name) == 0);
     // A release announced by nodes 0 and 2 (a quorum) wakes W; refused again,
     // it undoes without announcing (the only new publish is ours).
+    REQUIRE(
+        wait_until([&] { return subscribers(c[0], channel) == 1 && subscribers(c[2], channel) == 1; }, 10s));
     for (std::size_t i : {0u, 2u}) redis_client(c[i]).command({"PUBLISH", channel, "0"});
     REQUIRE(wait_until([&] { return n2.calls("zrem") >= 3; }, 10s));
     CHECK(n2.calls("zadd") == 3);
@@ -137,6 +153,31 @@ TEST_SUITE("semaphore attack") {
     auto wr = wf.get();
     REQUIRE_MESSAGE(wr.ok(), wr.describe());
     CHECK(wr.permit.release({}).ok());
+  }
+
+  // The other half of the rule: an attempt after the retry delay is the
+  // client's own schedule again, so its undo announces (were it quiet, every
+  // attempt after a woken one would be, and the hole above would be back).
+  // W is refused by a stand-in holder on nodes 0 and 1 and granted by node
+  // 2 on each of its 3 tries, 1 s apart, plus one woken look after
+  // subscribing: 4 grants on node 2, 3 of their undos announced.
+  TEST_CASE("attempts made after the retry delay announce their undos, until the tries run out") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-attack-retry");
+    plant_foreign_permit(c, name, {0, 1});
+    redis_client n2(c[2]);
+    n2.reset_stats();
+    redsync::Redsync rw(c.uris(), fresh_nodes());
+    auto w = rw.new_semaphore(
+        name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 1s; }, .timeout_factor = 0.05});
+    auto r = w.acquire(redsync::context::timeout(60s));
+    CHECK_MESSAGE(r.outcome.is(redsync::errc::busy), r.describe());
+    CHECK(r.outcome.attempts == 3);
+    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 4; }, 10s));
+    CHECK(n2.calls("zadd") == 4);
+    CHECK(n2.calls("publish") == 3);
+    CHECK(permits_on(n2, name) == 0);
   }
 
   // The documented assumption "one node list" (README, Safety; safety.md):
