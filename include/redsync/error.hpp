@@ -35,8 +35,8 @@ enum class errc {
   /// lock was not safe to use (it has been released again).
   validity_elapsed,
   /// unlock/extend/valid: our value is gone from so many nodes that no
-  /// majority can still hold it (the lock expired and nobody else took it).
-  /// When the nodes that did not answer could still make a majority with
+  /// quorum of them can still hold it (the lock expired and nobody else took
+  /// it). When the nodes that did not answer could still make a quorum with
   /// those that said "ours", the error is no_quorum instead: we cannot tell.
   expired,
   /// unlock/extend/valid: as expired, and at least one node holds another

@@ -40,8 +40,9 @@ struct semaphore_options {
   /// watchdog per permit). Default false. If an extension misses its quorum
   /// it is retried while the local validity leaves room for one; if none can
   /// land before `permit::until()`, or so many nodes say the permit is gone
-  /// that no quorum of nodes can still hold it, the permit is lost: `on_lost` runs
-  /// once and `permit::lost()` turns true. Stops when the permit's release starts.
+  /// that no quorum of nodes can still hold it, the permit is lost:
+  /// `on_lost` runs once and `permit::lost()` turns true. Stops when the
+  /// permit's release starts.
   bool auto_extend = false;
   /// Time between automatic extensions. Default 0 = expiry / 3. Must be
   /// less than `expiry`.
