@@ -62,8 +62,9 @@ void release_everywhere_retried(mutex_state& st);
 // "taken" or "expired" when so many nodes said the key is not ours (gone or
 // someone else's) that no quorum of nodes can still hold it; when the nodes
 // that did not answer could still make a quorum with the ones that said
-// "ours", the answer is no_quorum: we cannot tell (a holder whose quorum was exactly three
-// of five, one of them since killed, is not told its lock "expired").
+// "ours", the answer is no_quorum: we cannot tell (a holder whose quorum
+// was exactly three of five, one of them since killed, is not told its lock
+// "expired").
 errc holder_failure(const tally& t, std::size_t quorum);
 
 // Why an acquisition's attempt failed (a mutex's or a semaphore's, with

@@ -81,8 +81,8 @@ void watchdog::on_extended(const result& r) {
   }
   last_failure_ = r;
   if (r.error == errc::taken || r.error == errc::expired || r.error == errc::not_held) {
-    // So many nodes say the key is gone or someone else's that no majority
-    // can still hold it: nothing to retry.
+    // So many nodes say the key is gone or someone else's that no quorum
+    // of nodes can still hold it: nothing to retry.
     return declare_lost(r);
   }
   // Retry soon while an extension started now could still land in time.

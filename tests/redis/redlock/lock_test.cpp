@@ -202,6 +202,9 @@ TEST_SUITE("lock") {
     CHECK(r.nodes_with(redsync::node_status::ok).size() == 2);
     CHECK(r.nodes_with(redsync::node_status::missing).size() == 2);
     for (std::size_t i : {0u, 1u}) CHECK_FALSE(redis_client(c[i]).exists(name));
+    // Not known to be gone, so the release may be retried (not not_held):
+    // now four nodes say "missing", and that is expired.
+    CHECK(m.unlock(redsync::context{}).error == redsync::errc::expired);
     // With a third node saying "missing", no majority can hold it: expired.
     auto m2 = rs.new_mutex(unique_name("gone"), {.expiry = 10s});
     REQUIRE(m2.lock(redsync::context{}).ok());
