@@ -149,9 +149,11 @@ class acquisition final : public mutex_operation, public release_listener::waite
       send_to_member(
           pool, a.line_->call_for(i), a.st_->slots,
           [&a, &wanted](member_slot to, const script_call& form, command_callback d) {
-            if (a.durable_)
+            // Durable mode, and on a cluster member the failover check
+            // (durable_wait.hpp): a WAIT behind the script.
+            if (const durable_spec spec = wait_needed(a.durable_, to, a.st_->timeout))
               return send_script_durable(a.eng_.script_mode(), to, a.st_->route, form, a.st_->timeout,
-                                         std::move(d), wanted, a.durable_, classify_acquire);
+                                         std::move(d), wanted, spec, classify_acquire);
             send_script(a.eng_.script_mode(), to, a.st_->route, form, a.st_->timeout, std::move(d), wanted);
           },
           [self, i](std::vector<command_result>&& groups) {

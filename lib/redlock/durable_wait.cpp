@@ -27,6 +27,8 @@ struct durable_join {
   std::size_t forms_when_answered = 0;               // forms sent when the script answered
   command_callback done;
 
+  member_slot to;
+
   // Exactly once: when the script's answer is not a yes (at once), else when
   // the WAIT behind the form that answered has answered.
   void settle() {
@@ -35,26 +37,45 @@ struct durable_join {
     const bool yes =
         s.status == transport_status::ok && !s.value.is_error() && classify(s.value) == node_status::ok;
     if (!yes) return finish(std::move(s));
+    if (spec.replicas_unknown) {
+      return refuse(s, fmt::format("failover check: {} ran the script, and this member's slot map does not "
+                                   "know its replicas yet (a MOVED named it): no vote until the map is read",
+                                   s.served_by.empty() ? std::string("the slot's master") : s.served_by));
+    }
     if (forms_when_answered == 0 || !waits[forms_when_answered - 1]) return;
     const command_result& w = *waits[forms_when_answered - 1];
+    const char* rule = spec.failover_check ? "failover check" : "durable";
     std::string why;
     if (w.status != transport_status::ok) {
-      why = fmt::format("durable: WAIT {} {} got no answer ({})", spec.replicas, spec.wait.count(),
+      why = fmt::format("{}: WAIT {} {} got no answer ({})", rule, spec.replicas, spec.wait.count(),
                         w.error.empty() ? "timeout" : w.error);
     } else if (w.value.is_error()) {
       // The server's words first: classify_server_error reads NOPERM (an
       // ACL without +wait) from them.
-      why = fmt::format("{} (from WAIT {} {}, which mutex_options::durable_replicas sends)", w.value.str,
-                        spec.replicas, spec.wait.count());
+      why = fmt::format("{} (from WAIT {} {}, which {} sends)", w.value.str, spec.replicas, spec.wait.count(),
+                        spec.failover_check ? "the failover check of a cluster member with replicas"
+                                            : "mutex_options::durable_replicas");
     } else if (w.value.type != reply::kind::integer) {
-      why = fmt::format("durable: WAIT {} {} gave an unexpected reply", spec.replicas, spec.wait.count());
+      why = fmt::format("{}: WAIT {} {} gave an unexpected reply", rule, spec.replicas, spec.wait.count());
     } else if (w.served_by != s.served_by) {
-      why = fmt::format("durable: WAIT ran on {}, the script on {} (redirected)", w.served_by, s.served_by);
+      why = fmt::format("{}: WAIT ran on {}, the script on {} (redirected)", rule, w.served_by, s.served_by);
     } else if (w.value.integer < spec.replicas) {
-      why = fmt::format("durable: {} of {} replicas acknowledged within {} ms", w.value.integer,
-                        spec.replicas, spec.wait.count());
+      why = spec.failover_check
+                ? fmt::format(
+                      "failover check: {} of the {} replicas of {} acknowledged within {} ms: it may "
+                      "have been replaced by one of them, so its yes does not count",
+                      w.value.integer, spec.replicas, s.served_by, spec.wait.count())
+                : fmt::format("durable: {} of {} replicas acknowledged within {} ms", w.value.integer,
+                              spec.replicas, spec.wait.count());
     }
     if (why.empty()) return finish(std::move(s));
+    refuse(s, std::move(why));
+  }
+
+  void refuse(const command_result& s, std::string why) {
+    // The map may be out of date (a replica gone, a failover): read it
+    // again, so the next attempt asks for what the shard has now.
+    if (to.m != nullptr && to.is_cluster() && to.m->router() != nullptr) to.m->router()->refresh_soon();
     // A non-vote whose SET ran: an error reply, so that a failed attempt
     // undoes it (acquisition.cpp step 5, group_votes.cpp).
     command_result out;
@@ -86,6 +107,34 @@ durable_spec durable_spec_of(const mutex_options& o, microseconds command_timeou
   return spec;
 }
 
+durable_spec wait_needed(const durable_spec& durable, member_slot to, microseconds command_timeout) {
+  if (!to.is_cluster()) return durable;
+  const int listed = to.m->router()->replicas_of(to.slot);
+  durable_spec spec = durable;
+  if (listed < 0) {
+    spec.replicas_unknown = true;
+    spec.failover_check = true;
+    return spec;
+  }
+  if (listed <= durable.replicas) return durable;
+  spec.failover_check = true;
+  spec.replicas = listed;
+  if (spec.wait.count() == 0)
+    spec.wait = std::max(milliseconds{1}, std::chrono::duration_cast<milliseconds>(command_timeout / 2));
+  // A handful of distinct commands per process (one per replica count and
+  // timeout): cached, so the hot path does not encode it again.
+  static thread_local std::vector<std::pair<std::pair<int, long long>, wire_command>> cache;
+  const std::pair<int, long long> k{spec.replicas, static_cast<long long>(spec.wait.count())};
+  for (const auto& [key, cmd] : cache)
+    if (key == k) {
+      spec.wait_command = cmd;
+      return spec;
+    }
+  spec.wait_command = encode_command({"WAIT", std::to_string(k.first), std::to_string(k.second)});
+  if (cache.size() < 64) cache.emplace_back(k, spec.wait_command);
+  return spec;
+}
+
 void send_script_durable(script_mode mode, member_slot pool, std::uint64_t route, const script_call& call,
                          microseconds timeout, command_callback done, fallback_wanted wanted,
                          const durable_spec& spec, node_status (*classify)(const reply&)) {
@@ -93,14 +142,17 @@ void send_script_durable(script_mode mode, member_slot pool, std::uint64_t route
   j->spec = spec;
   j->classify = classify;
   j->done = std::move(done);
-  script_sent behind = [j, route](member_slot to, microseconds left) {
-    const std::size_t n = j->waits.size();
-    j->waits.emplace_back();
-    to.send(route, j->spec.wait_command, left, [j, n](command_result&& r) {
-      j->waits[n] = std::move(r);
-      j->settle();
-    });
-  };
+  j->to = pool;
+  script_sent behind;
+  if (spec.replicas > 0)
+    behind = [j, route](member_slot to, microseconds left) {
+      const std::size_t n = j->waits.size();
+      j->waits.emplace_back();
+      to.send(route, j->spec.wait_command, left, [j, n](command_result&& r) {
+        j->waits[n] = std::move(r);
+        j->settle();
+      });
+    };
   send_script(
       mode, pool, route, call, timeout,
       [j](command_result&& r) {

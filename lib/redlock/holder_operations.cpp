@@ -127,14 +127,19 @@ class holder_round final : public mutex_operation {
                       {st_->value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"}, false);
       }
     }
-    round_spec spec =
-        // An extension with set_nx_on_extend may SET: no fallback once the
-        // round reported and the unlock may be queued behind it.
-        extends()
-            ? mutex_round(*st_, st_->extend_call, classify_three_way,
-                          [self = shared_from_this(), this] { return in_round_ && !finished(); })
-            : mutex_round(*st_, st_->call(check_script(), &lock_keys::keys, {st_->value_snapshot()}, false),
-                          classify_three_way);
+    round_spec spec;
+    if (extends()) {
+      // An extension with set_nx_on_extend may SET: no fallback once the
+      // round reported and the unlock may be queued behind it. On a cluster
+      // member its yes needs the failover check (mutex_rounds.hpp).
+      spec = mutex_round_without_sender(*st_, classify_three_way);
+      spec.send =
+          failover_checked_sender(*st_, st_->extend_call, classify_three_way,
+                                  [self = shared_from_this(), this] { return in_round_ && !finished(); });
+    } else {
+      spec = mutex_round(*st_, st_->call(check_script(), &lock_keys::keys, {st_->value_snapshot()}, false),
+                         classify_three_way);
+    }
     attempts_ = 1;
     started_round_at_ = clock::now();
     in_round_ = true;

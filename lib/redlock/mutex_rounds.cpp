@@ -2,6 +2,7 @@
 
 #include "redlock/mutex_rounds.hpp"
 
+#include "redlock/durable_wait.hpp"
 #include "redlock/release_sender.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/slot_groups.hpp"
@@ -13,6 +14,21 @@ round_sender script_sender(const mutex_state& st, const script_call& call, class
   form_sender send = [mode = st.eng.script_mode(), route = st.route, timeout = st.timeout,
                       wanted = std::move(wanted)](member_slot pool, const script_call& form,
                                                   command_callback cb) {
+    send_script(mode, pool, route, form, timeout, std::move(cb), wanted);
+  };
+  return [call, slots = st.slots, send = std::move(send), classify](std::size_t, member_slot pool,
+                                                                    command_callback cb) {
+    send_to_member(pool, call, slots, send, member_answer(classify), std::move(cb));
+  };
+}
+
+round_sender failover_checked_sender(const mutex_state& st, const script_call& call, classify_fn classify,
+                                     fallback_wanted wanted) {
+  form_sender send = [mode = st.eng.script_mode(), route = st.route, timeout = st.timeout,
+                      wanted = std::move(wanted),
+                      classify](member_slot pool, const script_call& form, command_callback cb) {
+    if (const durable_spec spec = wait_needed(durable_spec{}, pool, timeout))
+      return send_script_durable(mode, pool, route, form, timeout, std::move(cb), wanted, spec, classify);
     send_script(mode, pool, route, form, timeout, std::move(cb), wanted);
   };
   return [call, slots = st.slots, send = std::move(send), classify](std::size_t, member_slot pool,

@@ -25,6 +25,14 @@ using round_sender = std::function<void(std::size_t i, member_slot pool, command
 round_sender script_sender(const mutex_state& st, const script_call& call, classify_fn classify,
                            fallback_wanted wanted = {});
 
+// script_sender, with the failover check of a cluster member
+// (durable_wait.hpp: a yes counts only with every listed replica's
+// acknowledgement): for an extension, whose yes from a master already
+// replaced would promise a validity that the promoted replica's older
+// expiry does not keep. A standalone member gets script_sender's call.
+round_sender failover_checked_sender(const mutex_state& st, const script_call& call, classify_fn classify,
+                                     fallback_wanted wanted = {});
+
 // A member's answer from its slot groups' answers (slot_groups.hpp's
 // combine_answers with `classify`).
 group_combiner member_answer(classify_fn classify);

@@ -131,13 +131,14 @@ class extend_operation final : public permit_operation {
     }
     const auto started = clock::now();
     in_round_ = true;
-    run_round(eng_, p_->sem->round(p_->extend_call, classify_three_way), [self = self(), started](tally&& t) {
-      auto& op = static_cast<extend_operation&>(*self);
-      op.in_round_ = false;
-      if (op.finished()) return;
-      op.last_ = std::move(t);
-      op.judge(started);
-    });
+    run_round(eng_, p_->sem->round(p_->extend_call, classify_three_way, {}, true),
+              [self = self(), started](tally&& t) {
+                auto& op = static_cast<extend_operation&>(*self);
+                op.in_round_ = false;
+                if (op.finished()) return;
+                op.last_ = std::move(t);
+                op.judge(started);
+              });
   }
 
   // On a quorum, validity restarts from when the extension was sent.

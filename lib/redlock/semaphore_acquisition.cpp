@@ -134,9 +134,12 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
         semaphore_state::keys_of::acquire, {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
     // A fallback (EVAL after NOSCRIPT) sent after the round reported would
     // follow the undo on the connection and grant a permit nobody releases.
-    round_spec spec = st_->round(call, classify_semaphore_acquire, [self = self(), round = rounds_reported_] {
-      return !self->finished() && self->rounds_reported_ == round;
-    });
+    round_spec spec = st_->round(
+        call, classify_semaphore_acquire,
+        [self = self(), round = rounds_reported_] {
+          return !self->finished() && self->rounds_reported_ == round;
+        },
+        true);
     spec.send = [self = self(), send = std::move(spec.send), round = rounds_reported_](
                     std::size_t i, member_slot pool, command_callback done) {
       send(i, pool, [self, i, round, done = std::move(done)](command_result&& r) mutable {

@@ -3,6 +3,7 @@
 #include "redlock/semaphore_state.hpp"
 
 #include "redlock/cluster_keys.hpp"
+#include "redlock/durable_wait.hpp"
 #include "redlock/permit_operations.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts.hpp"
@@ -49,11 +50,15 @@ script_call semaphore_state::call(const lua_script& s, keys_of which, std::vecto
   return c;
 }
 
-round_spec semaphore_state::round(const script_call& call, classify_fn classify,
-                                  fallback_wanted wanted) const {
+round_spec semaphore_state::round(const script_call& call, classify_fn classify, fallback_wanted wanted,
+                                  bool failover_check) const {
   round_spec spec;
-  spec.send = [mode = eng.script_mode(), call, route = route, timeout = timeout, wanted = std::move(wanted)](
-                  std::size_t, member_slot pool, command_callback cb) {
+  spec.send = [mode = eng.script_mode(), call, route = route, timeout = timeout, wanted = std::move(wanted),
+               failover_check, classify](std::size_t, member_slot pool, command_callback cb) {
+    if (failover_check) {
+      if (const durable_spec spec = wait_needed(durable_spec{}, pool, timeout))
+        return send_script_durable(mode, pool, route, call, timeout, std::move(cb), wanted, spec, classify);
+    }
     send_script(mode, pool, route, call, timeout, std::move(cb), wanted);
   };
   spec.classify = classify;

@@ -68,7 +68,10 @@ struct semaphore_state {
   // A round of `call` to every node on this semaphore's route and quorum,
   // leaving out the later names of one server (node_trust::later_names).
   // A script that may grant a permit passes `wanted` (script_call.hpp).
-  round_spec round(const script_call& call, classify_fn classify, fallback_wanted wanted = {}) const;
+  // `failover_check`: on a cluster member a yes counts only with the WAIT of
+  // durable_wait.hpp (acquisitions and extensions).
+  round_spec round(const script_call& call, classify_fn classify, fallback_wanted wanted = {},
+                   bool failover_check = false) const;
 };
 
 // A permit is its own holder: it owns its watchdog (auto_extend) and stops

@@ -156,6 +156,19 @@ class cluster_router {
   // The map as last read (no masters before the first read).
   const slot_map& map() const noexcept { return map_; }
 
+  // How many replicas the map lists online for the shard of `slot`'s
+  // master; -1 when unknown (no map yet, no master, or a master only a
+  // MOVED named since the last map read).
+  int replicas_of(std::uint16_t slot) const noexcept {
+    const std::int32_t owner = map_.owner[slot];
+    if (!have_map_ || owner == slot_map::no_master) return -1;
+    return map_.masters[static_cast<std::size_t>(owner)].replicas;
+  }
+
+  // Reads the map again in the background (one read for all who ask):
+  // after an answer that says the map may be out of date.
+  void refresh_soon() { refresh_in_background(); }
+
   // Pools not closed yet: live ones (one per address in use) and retired
   // ones still draining (see "Pool lifetime"), for tests and diagnostics.
   struct pool_count {

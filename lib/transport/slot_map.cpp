@@ -51,7 +51,7 @@ std::size_t slot_map::master_at(std::string_view host, int port) {
   for (std::size_t i = 0; i < masters.size(); ++i) {
     if (masters[i].host == host && masters[i].port == port) return i;
   }
-  masters.push_back(cluster_master{std::string(host), port, {}, {}});
+  masters.push_back(cluster_master{std::string(host), port, {}, {}, -1});
   return masters.size() - 1;
 }
 
@@ -69,6 +69,9 @@ std::optional<slot_map> parse_cluster_shards(const reply& r, std::string_view as
       error = "CLUSTER SHARDS: a shard without slots or nodes";
       return std::nullopt;
     }
+    int replicas = 0;
+    for (const reply& node : nodes->elements)
+      replicas += text(field(node, "role")) == "replica" && text(field(node, "health")) == "online" ? 1 : 0;
     for (const reply& node : nodes->elements) {
       if (text(field(node, "role")) != "master" || text(field(node, "health")) != "online") continue;
       const reply* port =
@@ -77,6 +80,7 @@ std::optional<slot_map> parse_cluster_shards(const reply& r, std::string_view as
       const std::string host = host_of(text(field(node, "endpoint")), asked_host);
       const std::size_t i = m.master_at(host, static_cast<int>(port->integer));
       m.masters[i].id = std::string(text(field(node, "id")));
+      m.masters[i].replicas = replicas;
       for (std::size_t k = 0; k + 1 < slots->elements.size(); k += 2) {
         const long long first = slots->elements[k].integer;
         const long long last = slots->elements[k + 1].integer;
@@ -113,6 +117,8 @@ std::optional<slot_map> parse_cluster_slots(const reply& r, std::string_view ask
     const std::size_t i = m.master_at(host_of(master.elements[0].str, asked_host),
                                       static_cast<int>(master.elements[1].integer));
     if (master.elements.size() > 2) m.masters[i].id = master.elements[2].str;
+    // Every range of a master lists the same replicas.
+    m.masters[i].replicas = static_cast<int>(range.elements.size() - 3);
     assign(m, i, first, last);
   }
   return m;

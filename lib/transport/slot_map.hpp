@@ -21,6 +21,11 @@ struct cluster_master {
   int port = 0;
   std::string id;  // node id; empty when CLUSTER SLOTS did not say
   std::vector<std::pair<std::uint16_t, std::uint16_t>> slots;  // ranges it serves, inclusive
+  // Its replicas whose health is online (CLUSTER SHARDS) or that are listed
+  // (CLUSTER SLOTS); -1 when unknown: a master a MOVED named that the last
+  // map read did not list as one. The failover check waits for them
+  // (durable_wait.hpp).
+  int replicas = -1;
 };
 
 struct slot_map {
@@ -32,7 +37,8 @@ struct slot_map {
   slot_map() { owner.fill(no_master); }
   // The slots no master serves.
   std::size_t uncovered() const;
-  // Index of the master at host:port, adding it (with no slots) if absent.
+  // Index of the master at host:port, adding it (with no slots, replicas
+  // unknown) if absent.
   std::size_t master_at(std::string_view host, int port);
 };
 

@@ -132,7 +132,28 @@ TEST_CASE(
     for (int k = 0; k < 6; ++k)
       REQUIRE(master.command({"SET", "{" + name + "}:junk" + std::to_string(k), junk}).str == "OK");
   }
-  auto ra = ma.lock(redsync::context::timeout(10s));
+  // While A's map lists R online, M's yes needs R's acknowledgement (the
+  // failover check, durable_wait.hpp), so the key cannot be counted on M
+  // alone: that is the check's own guarantee.
+  auto refused = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(refused.describe().find("failover check") != std::string::npos, refused.describe());
+  // The attack below needs M to count a key that R never got: R must be
+  // out of A's map (the cluster marked it failed, and the refusal made A
+  // read the map again). A manual TAKEOVER by a replica marked failed is
+  // the one failover the check's assumption leaves out; the identity read
+  // with every call and the restart guard still keep B out.
+  REQUIRE(wait_until(
+      [&] {
+        redis_client master(cl[m]);
+        const std::string nodes = master.command({"CLUSTER", "NODES"}).str;
+        const std::size_t at = nodes.find(cl.id(r));
+        return at != std::string::npos && nodes.find(",fail ", at) < nodes.find('\n', at);
+      },
+      cluster_settles_within));
+  auto ma_retrying =
+      a.new_mutex(name, {.expiry = 10s, .tries = 50, .retry_delay = [](int) { return 100ms; }});
+  auto ra = ma_retrying.lock(redsync::context::timeout(20s));
   REQUIRE_MESSAGE(ra.ok(), ra.describe());
   // M goes silent, R takes the slot over without it.
   cl[m].pause();
@@ -165,13 +186,13 @@ TEST_CASE(
   REQUIRE_MESSAGE(back_as_master, "role ", redis_client(cl[m]).info_field("replication", "role"));
 
   // A still holds the name (10 s); B must be kept out.
-  REQUIRE(ma.held());
+  REQUIRE(ma_retrying.held());
   auto rb = mb.try_lock(redsync::context::timeout(10s));
   CHECK_MESSAGE(!rb.ok(), "B got the name A holds: ", rb.describe());
   if (rb.ok()) {
     // And its fencing token does not even exceed A's: the counter came from
     // R, which lost A's increment with A's key.
-    CHECK(mb.token().value > ma.token().value);
+    CHECK(mb.token().value > ma_retrying.token().value);
     (void)mb.unlock(redsync::context::timeout(5s));
   }
   // A fresh client is kept out (its handshake reads M's new identity).
@@ -179,7 +200,7 @@ TEST_CASE(
   auto mc = c.new_mutex(name, {.expiry = 2s, .tries = 1});
   auto rc = mc.try_lock(redsync::context::timeout(10s));
   CHECK_MESSAGE(!rc.ok(), rc.describe());
-  (void)ma.unlock(redsync::context::timeout(5s));
+  (void)ma_retrying.unlock(redsync::context::timeout(5s));
 }
 
 // A master that is paused (SIGSTOP) answers nothing, but a TCP connection
@@ -253,6 +274,74 @@ TEST_CASE(
   CHECK_MESSAGE(!(got.ok() && ma_long.held()), "B got the name A holds: ", got.describe());
   if (got.ok()) (void)mb.unlock(redsync::context::timeout(5s));
   (void)ma_long.unlock(redsync::context::timeout(5s));
+}
+
+// Was a hole (two holders; the review's schedule, issue 32): B holds N with
+// auto-extension over three members. The masters of N's slot on members 1
+// and 2 are paused past B's expiry and their replicas take over; B keeps
+// extending through the promoted masters. A, whose maps still name the
+// paused masters, sends its lock, and 0.3 s later both old masters resume:
+// they run A's script before they hear of their demotion, and B's key on
+// them has expired. Before the failover check, both votes counted (the
+// records still name them) and A held N while B did. Now a cluster member's
+// yes counts only when every replica its map lists for the shard
+// acknowledged the script (durable_wait.hpp): the old masters' replicas
+// were promoted, so nobody acknowledges there.
+TEST_CASE(
+    "paused masters replaced on two members of three and resumed under a stale client's lock do not "
+    "give it a name another client holds" *
+    doctest::timeout(120)) {
+  std::vector<std::unique_ptr<redis_cluster>> members;
+  std::vector<std::string> uris;
+  for (int k = 0; k < 3; ++k) {
+    members.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 1, .replicas = 1}));
+    uris.push_back(members.back()->uri());
+  }
+  const std::string name = unique_name("attack-stale-votes");
+  redsync::Redsync b(uris, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 3s, .tries = 1});
+  REQUIRE(all_vote(mb));
+  // A's command timeout (5 % of 10 s) outlasts the 0.3 s its request waits
+  // in the paused masters' sockets.
+  redsync::Redsync a(uris, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 10s, .tries = 1});
+  REQUIRE(all_vote(ma));
+
+  auto mb_held = b.new_mutex(name, {.expiry = 3s, .tries = 100, .auto_extend = true});
+  auto rb = mb_held.lock(redsync::context::timeout(20s));
+  REQUIRE_MESSAGE(rb.ok(), rb.describe());
+  // The replicas take over once they dropped their cluster-bus links to the
+  // silent masters (after half the node-timeout of 1 s): as after an
+  // automatic failover, the promotion then reaches each old master only on
+  // a link it has yet to accept when it resumes, after what waits on the
+  // connections it had.
+  for (int k = 0; k < 2; ++k) (*members[k])[0].pause();
+  std::this_thread::sleep_for(1500ms);
+  for (int k = 0; k < 2; ++k) {
+    redis_client promoted((*members[k])[1]);
+    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  for (int k = 0; k < 2; ++k)
+    REQUIRE(wait_until([&] { return settled(*members[k], 1, "master", 0, 1); }, cluster_settles_within));
+  // The pause outlasts B's expiry, so the old masters' copies of B's key
+  // have expired when they resume; B must still hold through the others.
+  std::this_thread::sleep_for(3500ms);
+  REQUIRE_MESSAGE(mb_held.held(), "B lost the lock through the failovers");
+
+  auto ra = std::async(std::launch::async, [&] { return ma.try_lock(redsync::context::timeout(10s)); });
+  std::this_thread::sleep_for(300ms);
+  for (int k = 0; k < 2; ++k) (*members[k])[0].resume();
+  auto got = ra.get();
+  const bool b_still_holds = mb_held.held();
+  CHECK_MESSAGE(!(got.ok() && b_still_holds), "A got the name B holds: ", got.describe());
+  if (!got.ok()) {
+    // Each resumed old master's yes was refused by the failover check, or
+    // never came (it heard of its demotion first and redirected A).
+    MESSAGE("A was refused: ", got.describe());
+  } else {
+    (void)ma.unlock(redsync::context::timeout(5s));
+  }
+  (void)mb_held.unlock(redsync::context::timeout(5s));
 }
 
 // A cluster that lost a master with no replica answers every command with

@@ -64,6 +64,29 @@ TEST_CASE("CLUSTER SHARDS: a shard whose master failed serves nothing") {
   CHECK(m->uncovered() == 16384);
 }
 
+TEST_CASE("the failover check's count: a master's replicas are those its shard lists online") {
+  const reply shards =
+      arr({arr({str("slots"), arr({num(0), num(8191)}), str("nodes"),
+                arr({node("h", 2, "replica"), node("h", 1, "master"), node("h", 3, "replica", "fail"),
+                     node("h", 4, "replica", "loading")})}),
+           arr({str("slots"), arr({num(8192), num(16383)}), str("nodes"), arr({node("h", 5, "master")})})});
+  std::string error;
+  auto m = parse_cluster_shards(shards, "h", false, error);
+  REQUIRE(m);
+  REQUIRE(m->masters.size() == 2);
+  CHECK(m->masters[0].replicas == 1);  // the failed and the loading replica cannot acknowledge
+  CHECK(m->masters[1].replicas == 0);  // no replica: it cannot fail over
+  // A master only a MOVED named: its replicas are unknown until a map read.
+  const std::size_t moved_to = m->master_at("h", 2);
+  CHECK(m->masters[moved_to].replicas == -1);
+  // CLUSTER SLOTS lists a range's replicas after its master.
+  const reply slots = arr(
+      {arr({num(0), num(16383), arr({str("a"), num(1)}), arr({str("r"), num(9)}), arr({str("s"), num(8)})})});
+  const auto s = parse_cluster_slots(slots, "seed", error);
+  REQUIRE(s);
+  CHECK(s->masters[0].replicas == 2);
+}
+
 TEST_CASE("CLUSTER SLOTS: each range's first node is its master") {
   const reply slots =
       arr({arr({num(0), num(8191), arr({str("a"), num(1), str("ida")}), arr({str("r"), num(9)})}),
