@@ -49,6 +49,7 @@ port_free() { ! timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 # (Redis chdirs to its --dir): every server this test's testbed started.
 servers_in_dir() {
   local p
+  # shellcheck disable=SC2044  # /proc/PID/cwd names have no spaces
   for p in $(find /proc/[0-9]*/cwd -maxdepth 0 -lname "$DIR/*" 2>/dev/null); do
     p=${p%/cwd}
     [[ $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) == *redis-server* ]] || continue
