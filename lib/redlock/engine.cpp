@@ -99,7 +99,10 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
         [t = telemetry_, i](const std::string& address, pool_event e, std::string_view detail) {
           t->shard_pool(i, address, e, detail);
         });
-    pools_[i]->router()->on_report([t = telemetry_, i](const router_report& r) { t->router(i, r); });
+    pools_[i]->router()->on_report([this, t = telemetry_, i, open = info_open_](const router_report& r) {
+      t->router(i, r);
+      if (r.what == router_event::failover && *open) on_failover_seen(i, r.master);
+    });
   }
   std::vector<std::shared_ptr<const tls_context>> tls;
   for (const auto& m : pools_) tls.push_back(m->pool() ? m->pool()->tls() : nullptr);
@@ -138,6 +141,22 @@ node_trust& engine::trust(std::uint16_t slot) {
     for (std::size_t i = 0; i < size_; ++i) t->copy_identity(i, *trust_);
   }
   return *t;
+}
+
+void engine::on_failover_seen(std::size_t i, std::string_view new_master) {
+  // The promoted master's window starts now, when this client saw the
+  // change, not at its first yes (which may come a whole expiry later,
+  // after the holder's release): a look at each slot in use that the new
+  // master serves sets the repair's mark there (node_trust.hpp, step 1),
+  // and the mark lives on the node, so every client counts from it.
+  const cluster_router& router = *pools_[i]->router();
+  const slot_map& map = router.map();
+  for (auto& [slot, t] : slot_trust_) {
+    const std::int32_t owner = map.owner[slot];
+    if (owner == slot_map::no_master) continue;
+    const cluster_master& m = map.masters[static_cast<std::size_t>(owner)];
+    if (node_options{.host = m.host, .port = m.port}.address() == new_master) t->look_now();
+  }
 }
 
 server_identity engine::cluster_identity(std::size_t i, const std::string& address) const {

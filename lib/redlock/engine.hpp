@@ -114,6 +114,10 @@ class engine {
   void remove_task(loop_task* t) { tasks_.erase(t); }
 
  private:
+  // Loop thread: cluster member i's map shows `new_master` (host:port) as a
+  // shard's new master: the slots in use that it serves are looked at now.
+  void on_failover_seen(std::size_t i, std::string_view new_master);
+
   void wind_up_tasks();
   // Loop thread: winds up, then closes the pools once the cleanup drained.
   void shut_down(std::function<void()> closed);

@@ -178,6 +178,10 @@ class node_trust {
   // later at once.
   void when_surveyed(std::chrono::microseconds timeout, std::function<void()> ready);
 
+  // Looks at every node's record now (a member's slot changed master: the
+  // look marks the promoted master, so its window starts from here).
+  void look_now() { start_look(); }
+
   // The guard window this client brings (zero when the guard is off).
   std::chrono::milliseconds window() const;
 

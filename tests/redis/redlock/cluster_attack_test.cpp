@@ -344,6 +344,57 @@ TEST_CASE(
   (void)mb_held.unlock(redsync::context::timeout(5s));
 }
 
+// Was slow (issue 32, item 3): a promoted master was marked (its guard
+// window started) only at the first yes it gave, which for a held name
+// comes after the holder's release: B, retrying every 50 ms, waited a whole
+// window after A's unlock although the failovers were long over. Now the
+// window starts when a client's map shows the new master (a look marks it
+// then, engine::on_failover_seen), so B gets the name soon after the unlock.
+TEST_CASE("a failover seen while a name is held starts the promoted master's guard window then, not at the "
+          "release" *
+          doctest::timeout(120)) {
+  std::vector<std::unique_ptr<redis_cluster>> members;
+  std::vector<std::string> uris;
+  for (int k = 0; k < 3; ++k) {
+    members.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 1, .replicas = 1}));
+    uris.push_back(members.back()->uri());
+  }
+  const std::string name = unique_name("attack-window-start");
+  constexpr auto window = 6s;  // the expiry: every client's guard window
+  redsync::Redsync a(uris, short_guard());
+  auto ma = a.new_mutex(name, {.expiry = window, .tries = 1, .auto_extend = true});
+  redsync::Redsync b(uris, short_guard());
+  auto mb = b.new_mutex(name, {.expiry = window, .tries = 1});
+  REQUIRE(all_vote(mb));
+  REQUIRE(all_vote(ma));
+  auto ra = ma.lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(ra.ok(), ra.describe());
+  for (int k = 0; k < 2; ++k) {
+    redis_client replica((*members[k])[1]);
+    REQUIRE(replica.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+  }
+  for (int k = 0; k < 2; ++k)
+    REQUIRE(wait_until([&] { return settled(*members[k], 1, "master", 0, 1); }, cluster_settles_within));
+  const auto failed_over = std::chrono::steady_clock::now();
+  // B waits for the name, retrying every 50 ms.
+  auto mb_waiting =
+      b.new_mutex(name, {.expiry = window, .tries = 100000, .retry_delay = [](int) { return 50ms; }});
+  auto rb = std::async(std::launch::async, [&] { return mb_waiting.lock(redsync::context::timeout(60s)); });
+  // A keeps the name a whole window past the failovers (its extensions go
+  // to the promoted masters), then lets go.
+  std::this_thread::sleep_until(failed_over + window + 1s);
+  REQUIRE_MESSAGE(ma.held(), "A lost the name through the failovers");
+  const auto released = std::chrono::steady_clock::now();
+  (void)ma.unlock(redsync::context::timeout(5s));
+  auto got = rb.get();
+  const auto waited = std::chrono::steady_clock::now() - released;
+  REQUIRE_MESSAGE(got.ok(), got.describe());
+  // Generous: well under the window, which the old rule waited in full.
+  CHECK_MESSAGE(waited < window / 2, "B got the name ",
+                std::chrono::duration<double>(waited).count(), " s after A's unlock");
+  (void)mb_waiting.unlock(redsync::context::timeout(5s));
+}
+
 // A cluster that lost a master with no replica answers every command with
 // CLUSTERDOWN (cluster-require-full-coverage) until the master is back. The
 // release did not run there, like under TRYAGAIN: it must be retried, not
