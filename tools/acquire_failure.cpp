@@ -23,7 +23,7 @@ enum class kind {
   transient,  // an error reply that passes (LOADING, BUSY, OOM)
   down,       // unreachable, timed out, or not awaited
   excluded,   // answered yes, but its vote does not count (yet)
-  twin,       // the same server as an earlier node of the list: never votes
+  never,      // the same server as an earlier node of the list, or a cluster node listed as redis://
   yes,        // answered yes and counted
 };
 constexpr std::size_t kinds = 8;
@@ -34,9 +34,13 @@ kind kind_of(const node_result& n) {
     case node_status::missing: return kind::yes;
     case node_status::taken: return kind::held;
     case node_status::excluded:
-      // lib/redlock/node_trust.cpp's words for one server under two names.
-      return n.message.find("one server must not vote twice") != std::string::npos ? kind::twin
-                                                                                   : kind::excluded;
+      // lib/redlock/node_trust.cpp's words for one server under two names,
+      // node_identity.cpp's for a Redis Cluster node listed as redis://:
+      // both stay so until the node list changes.
+      return n.message.find("one server must not vote twice") != std::string::npos ||
+                     n.message.find("is a Redis Cluster node (cluster_enabled:1)") != std::string::npos
+                 ? kind::never
+                 : kind::excluded;
     case node_status::timeout:
     case node_status::unreachable:
       // A certificate that does not verify, or a plaintext URI for a TLS
@@ -126,6 +130,14 @@ std::string list_nodes(const std::vector<const node_result*>& nodes, bool with_r
 
 }  // namespace
 
+std::string never_voting(const result& r) {
+  std::vector<const node_result*> never;
+  for (const auto& node : r.nodes)
+    if (kind_of(node) == kind::never) never.push_back(&node);
+  if (never.empty()) return {};
+  return fmt::format("{}/{} nodes never vote: {}", never.size(), r.nodes.size(), list_nodes(never, true));
+}
+
 acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
   acquire_verdict v;
   const std::size_t n = r.nodes.size();
@@ -154,7 +166,7 @@ acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
   add(kind::transient, "answer with an error that should pass", true);
   add(kind::down, "unreachable", true);
   add(kind::excluded, "do not vote yet", true);
-  add(kind::twin, "never vote", true);
+  add(kind::never, "never vote", true);
   if (r.error == errc::validity_elapsed) {
     reasons.push_back(
         "a quorum agreed, but too slowly: no validity was left (--ttl too short for these nodes?)");
@@ -165,8 +177,9 @@ acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
   // Refusals and persistent errors on more nodes than a quorum can spare:
   // waiting cannot help. Otherwise the library's own test for "busy": without
   // the holders, the answering nodes would have made a quorum.
-  // A server listed twice stays so until the node list changes.
-  const std::size_t persistent = count(kind::refused) + count(kind::broken) + count(kind::twin);
+  // A server listed twice, or a cluster node listed as redis://, stays so
+  // until the node list changes.
+  const std::size_t persistent = count(kind::refused) + count(kind::broken) + count(kind::never);
   const std::size_t unusable = n - count(kind::yes) - count(kind::held);
   if (persistent > spare) {
     v.hopeless = true;

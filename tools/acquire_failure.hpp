@@ -41,4 +41,12 @@ struct acquired_thing {
 /// no attempt was answered, e.g. --wait ran out during the first one).
 acquire_verdict judge_acquisition(const result& r, const acquired_thing& what = {});
 
+/// The nodes of a granted acquisition that never vote until the node list
+/// changes (one server listed twice, a Redis Cluster node listed as
+/// redis://), with their reasons: `1/3 nodes never vote: 127.0.0.1:7002
+/// (node 3 (redis://127.0.0.1:7002) is a Redis Cluster node ...)`; empty
+/// when there are none. The lock holds without them, but with less fault
+/// tolerance than the node list seems to give.
+std::string never_voting(const result& r);
+
 }  // namespace redsync::cli

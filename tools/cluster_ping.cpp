@@ -68,15 +68,46 @@ cluster_ping ping_cluster(const std::string& uri, std::chrono::milliseconds time
   return p;
 }
 
+std::vector<std::string> same_clusters(const std::vector<cluster_ping>& pings,
+                                       const std::vector<std::size_t>& numbers) {
+  // A master's name for this comparison: its node id, else its address.
+  const auto names = [](const cluster_ping& p) {
+    std::vector<std::string> out;
+    if (!p.view.map) return out;
+    for (const auto& m : p.view.map->masters)
+      out.push_back(!m.id.empty() ? m.id : node_options{.host = m.host, .port = m.port}.address());
+    return out;
+  };
+  std::vector<std::vector<std::string>> masters;
+  for (const auto& p : pings) masters.push_back(names(p));
+  std::vector<std::string> out(pings.size());
+  for (std::size_t i = 0; i < pings.size(); ++i) {
+    for (std::size_t j = 0; j < i && out[i].empty(); ++j) {
+      const auto shared =
+          std::find_first_of(masters[i].begin(), masters[i].end(), masters[j].begin(), masters[j].end());
+      if (shared == masters[i].end()) continue;
+      // A node id is 40 hex digits: its first 8 name it, as run_ids are shown.
+      const std::string master =
+          shared->find(':') == std::string::npos ? "id " + shared->substr(0, 8) : "at " + *shared;
+      out[i] = fmt::format(
+          "node {} ({}) is the same cluster as node {} ({}) (master {} in both): one cluster must not vote "
+          "twice, so this node never votes; list each cluster once",
+          numbers[i], pings[i].view.label, numbers[j], pings[j].view.label, master);
+    }
+  }
+  return out;
+}
+
 std::string cluster_ping_text(const cluster_ping& p) {
   std::string out;
+  const std::string never = p.never.empty() ? std::string() : "; never votes: " + p.never;
   if (p.up) {
-    out = fmt::format("{}: up, {} masters serve every slot\n", p.view.label, p.masters.size());
+    out = fmt::format("{}: up, {} masters serve every slot{}\n", p.view.label, p.masters.size(), never);
   } else if (p.auth_refused) {
     // As a standalone node that refuses the credentials: it answered.
     out = fmt::format("{}: up, auth refused ({})\n", p.view.label, p.error);
   } else {
-    out = fmt::format("{}: down ({})\n", p.view.label, p.error);
+    out = fmt::format("{}: down ({}){}\n", p.view.label, p.error, never);
   }
   for (const std::size_t i : by_first_slot(p)) {
     const probe_result& r = p.masters[i];
@@ -102,11 +133,14 @@ std::string cluster_ping_json(const cluster_ping& p) {
   }
   // The fields of a standalone node's entry first (a member's vote is read
   // per slot: `status NAME` shows it), then the member's own.
+  // "vote" is "never" for a cluster listed twice.
   return fmt::format(
-      R"({{"address":{},"up":{},"round_trip_us":null,"error":{},"vote":null,"vote_reason":{},"votes_in_ms":null,)"
+      R"({{"address":{},"up":{},"round_trip_us":null,"error":{},"vote":{},"vote_reason":{},"votes_in_ms":null,)"
       R"("auth_refused":{},"cluster":true,"unserved_slots":{},"masters":{}}})",
       json_string(p.view.label), json_bool(p.up || p.auth_refused), p.up ? "null" : json_string(p.error),
-      json_string("a cluster member votes per slot: redsync status NAME shows a name's"),
+      p.never.empty() ? "null" : json_string("never"),
+      json_string(p.never.empty() ? "a cluster member votes per slot: redsync status NAME shows a name's"
+                                  : p.never),
       json_bool(p.auth_refused), p.view.map ? ranges_json(p.unserved) : "null",
       p.view.map ? "[" + masters + "]" : "null");
 }

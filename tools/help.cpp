@@ -207,8 +207,9 @@ Then each node's fencing counter (the next holder's token is above the
 counters of the nodes it wins). Then a summary.
 
 A cluster member (redis+cluster://...) is read on the master that serves
-NAME's slot, in the cluster key layout ({NAME}, the slot's node record),
-following one MOVED or ASK; its line names that master.
+NAME's slot, in the cluster key layout ({NAME}, the slot's node record, a
+semaphore's redsync:sem:{NAME}), following one MOVED or ASK; its line names
+that master.
 
 For a semaphore (redsync lock -n K NAME), when a node holds a permit of
 NAME and none holds the lock NAME, or with -n: for every node, the K its
@@ -250,7 +251,10 @@ client has repaired the record, about one guard window after a client first
 meets it; after that, the restart guard keeps it out until the guard window
 (the longest --ttl used on it, or --ttl below if longer) has passed since it
 was first seen so: ping says for how long. A node that cannot be identified
-(INFO refused), is a replica or may evict keys never votes.
+(INFO refused), is a replica or may evict keys never votes. So does, until
+the node list is fixed, one server under two names, a Redis Cluster node
+given as redis:// (give it as redis+cluster://), and one cluster given as
+two redis+cluster:// members; ping then exits 64.
 
 A cluster member (redis+cluster://...) is up when every slot has a master
 that answers PING; ping lists its masters with their round trips and slots,
@@ -269,10 +273,10 @@ Options:
   -h, --help             this help
 
 Exit statuses (about reachability; the votes are shown): 0 all nodes up;
-1 some down or refusing but a quorum up; 64 usage error; 69 fewer than a
-quorum up; 77 authentication refused, or TLS that no retry can fix
-(certificate verification, redis:// to a TLS port), by too many nodes for a
-quorum.
+1 some down or refusing but a quorum up; 64 usage error, or the node list
+needs fixing (see above); 69 fewer than a quorum up; 77 authentication
+refused, or TLS that no retry can fix (certificate verification, redis://
+to a TLS port), by too many nodes for a quorum.
 )";
 
 }  // namespace redsync::cli

@@ -120,9 +120,13 @@ int lock_run::acquire() {
     return exit_status::signal_base + interrupted_by;
   }
   if (acquired) {
+    const result& got = checker_won_ ? held().last_result() : *r;
     if (cfg_.verbose()) {
       print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, held().token().value,
-                            checker_won_ ? held().last_result().describe() : r->describe()));
+                            got.describe()));
+    } else if (const std::string never = never_voting(got); !never.empty() && !cfg_.quiet()) {
+      // Granted, but the node list is wrong: say so without -v.
+      print_err(fmt::format("acquired lock \"{}\", but {}", cfg_.name, never));
     }
     return -1;
   }

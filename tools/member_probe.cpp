@@ -16,7 +16,7 @@ std::vector<probe_result> probe_name(const std::vector<std::string>& uris, const
                                      const commands_for_keys& commands_for, std::chrono::milliseconds timeout,
                                      std::vector<std::string>* shards) {
   const std::uint16_t slot = detail::cluster_name_slot(name);
-  const name_keys cluster_keys{detail::cluster_lock_key(name), detail::cluster_record_key(slot)};
+  const name_keys cluster_keys{detail::cluster_lock_key(name), detail::cluster_record_key(slot), true};
   std::vector<probe_result> out(uris.size());
   if (shards) shards->assign(uris.size(), {});
   std::vector<std::string> standalone;

@@ -18,8 +18,9 @@ namespace redsync::cli {
 
 /// The keys of a lock name on one member.
 struct name_keys {
-  std::string lock;    ///< the lock key; its line and leases add suffixes
-  std::string record;  ///< the node record that holds its fencing counter
+  std::string lock;      ///< the lock key; its line and leases add suffixes
+  std::string record;    ///< the node record that holds its fencing counter
+  bool cluster = false;  ///< the cluster layout (a semaphore's keys differ: semaphore_status.hpp)
 };
 
 using commands_for_keys = std::function<std::vector<std::vector<std::string>>(const name_keys&)>;

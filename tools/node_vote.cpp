@@ -3,6 +3,8 @@
 
 #include "human_duration.hpp"
 
+#include "redlock/node_identity.hpp"
+
 #include <redsync/options.hpp>
 
 #include <fmt/format.h>
@@ -32,6 +34,14 @@ std::string_view info_field(std::string_view info, std::string_view key) {
     at += key.size();
   }
   return {};
+}
+
+// As the library names a node in messages (engine::uri): the scheme and
+// address, never the credentials.
+std::string shown_uri(const std::string& uri) {
+  const node_options o = node_options::parse(uri);
+  if (!o.unix_path.empty()) return o.address();
+  return (o.tls.enabled ? "rediss://" : "redis://") + o.address();
 }
 
 node_vote never(std::string why) {
@@ -66,13 +76,7 @@ std::string vote_suffix(const node_vote& v) {
 
 std::vector<std::string> same_servers(const std::vector<std::string>& uris,
                                       const std::vector<const probe_reply*>& infos) {
-  // As the library names a node in messages: the scheme and address, never
-  // the credentials.
-  const auto shown = [&](std::size_t i) {
-    const node_options o = node_options::parse(uris[i]);
-    if (!o.unix_path.empty()) return o.address();
-    return (o.tls.enabled ? "rediss://" : "redis://") + o.address();
-  };
+  const auto shown = [&](std::size_t i) { return shown_uri(uris[i]); };
   const auto run_id = [&](std::size_t i) -> std::string_view {
     const probe_reply* info = infos[i];
     if (info == nullptr || info->type != probe_reply::kind::string) return {};
@@ -90,6 +94,17 @@ std::vector<std::string> same_servers(const std::vector<std::string>& uris,
           i + 1, shown(i), j + 1, shown(j), id.substr(0, 8));
       break;
     }
+  }
+  return out;
+}
+
+std::vector<std::string> cluster_nodes(const std::vector<std::string>& uris,
+                                       const std::vector<const probe_reply*>& infos) {
+  std::vector<std::string> out(infos.size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const probe_reply* info = infos[i];
+    if (info == nullptr || info->type != probe_reply::kind::string) continue;
+    out[i] = detail::cluster_node_problem(info->str, i + 1, shown_uri(uris[i]));
   }
   return out;
 }

@@ -51,6 +51,15 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
 std::vector<std::string> same_servers(const std::vector<std::string>& uris,
                                       const std::vector<const probe_reply*>& infos);
 
+/// A Redis Cluster node listed as a standalone node (redis://, rediss://):
+/// per node, why it never votes when its INFO says cluster_enabled:1 (the
+/// library refuses its vote, naming the redis+cluster:// URI to list
+/// instead; lib/redlock/node_identity.hpp), else empty. `infos` and `uris`
+/// as for same_servers; the INFO of cluster members (redis+cluster://) must
+/// be null.
+std::vector<std::string> cluster_nodes(const std::vector<std::string>& uris,
+                                       const std::vector<const probe_reply*>& infos);
+
 /// "votes", "not_yet", "never", "unknown".
 const char* to_string(node_vote::state s);
 

@@ -71,6 +71,8 @@ int lock_run::acquire_permit() {
     if (cfg_.verbose()) {
       print_err(fmt::format("acquired {} (id {}, {} permits, fencing token {}): {}", what(), permit_.id(),
                             *cfg_.permits, permit_.token().value, a->describe()));
+    } else if (const std::string never = never_voting(a->outcome); !never.empty() && !cfg_.quiet()) {
+      print_err(fmt::format("acquired {}, but {}", what(), never));
     }
     return -1;
   }

@@ -1,5 +1,6 @@
-// `redsync ping`: is every node up, how fast does it answer, and does its
-// vote count yet. A cluster member is up when every slot has a master that
+// `redsync ping`: is every node up, how fast does it answer, does its vote
+// count yet, and does the node list name each server once and in the right
+// form. A cluster member is up when every slot has a master that
 // answers (cluster_ping.hpp); quorum and exit status count members.
 
 #include "args.hpp"
@@ -158,11 +159,28 @@ int run_ping(std::span<char* const> argv) {
   std::vector<const probe_reply*> infos;
   for (const auto& l : lines)
     infos.push_back(l.probe != nullptr && l.up && !l.auth_refused ? &l.probe->replies.at(1) : nullptr);
+  // Node-list errors: no retry fixes them, so ping fails until the list is
+  // fixed (as `lock` never counts these nodes). A Redis Cluster node listed
+  // as redis:// never votes (lib/redlock/node_identity.hpp); nor does one
+  // server under two names (it votes once, under its first name), nor one
+  // cluster under two members' seeds.
+  std::size_t misnamed = 0;
   const std::vector<std::string> twins = same_servers(uris, infos);
+  const std::vector<std::string> cluster_nodes_listed = cluster_nodes(uris, infos);
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (twins[i].empty()) continue;
+    const std::string& why = !cluster_nodes_listed[i].empty() ? cluster_nodes_listed[i] : twins[i];
+    if (why.empty()) continue;
+    ++misnamed;
     voting -= lines[i].vote.what == node_vote::state::votes ? 1 : 0;
-    lines[i].vote = {node_vote::state::never, twins[i], std::nullopt};
+    lines[i].vote = {node_vote::state::never, why, std::nullopt};
+  }
+  std::vector<std::size_t> cluster_numbers;
+  for (const std::size_t i : cluster_at) cluster_numbers.push_back(i + 1);
+  const std::vector<std::string> same = same_clusters(clusters, cluster_numbers);
+  for (std::size_t k = 0; k < clusters.size(); ++k) {
+    if (same[k].empty()) continue;
+    ++misnamed;
+    clusters[k].never = same[k];
   }
   const std::size_t n = uris.size();
   const std::size_t quorum = n / 2 + 1;
@@ -178,11 +196,16 @@ int run_ping(std::span<char* const> argv) {
           "NAME shows a name's), quorum {}\n",
           up, n, voting, standalone.size(), quorum);
     }
+    if (misnamed > 0) {
+      fmt::print("the node list needs fixing: {} of its {} nodes never vote{} (see above)\n", misnamed, n,
+                 misnamed == 1 ? "s" : "");
+    }
   }
   std::fflush(stdout);
   // Refusals first: nodes that answer but refuse, or that no retry can
   // reach (TLS), on more nodes than a quorum can spare need an operator.
   if (refused > n - quorum) return exit_status::refused;
+  if (misnamed > 0) return exit_status::usage;
   if (up == n && refused == 0) return exit_status::ok;
   if (up >= quorum) return exit_status::degraded;
   return exit_status::unavailable;

@@ -3,6 +3,7 @@
 #include "exit_status.hpp"
 #include "json.hpp"
 #include "lock_line.hpp"
+#include "member_probe.hpp"
 #include "node_probe.hpp"
 #include "redlock/semaphore_quorum.hpp"
 
@@ -15,12 +16,15 @@
 namespace redsync::cli {
 namespace {
 
-// The keys of a semaphore, as include/redsync/semaphore.hpp documents them.
-std::string set_key(const std::string& name) {
-  return "redsync:sem:{" + name + "}";
+// The keys of a semaphore on one member, as include/redsync/semaphore.hpp
+// and docs/cluster.md give them: redsync:sem:{NAME} on a standalone node,
+// "redsync:sem:" + the name's cluster lock key on a cluster member (the
+// same hash tag as the name's lock key, so the same slot).
+std::string set_key(const name_keys& keys) {
+  return keys.cluster ? "redsync:sem:" + keys.lock : "redsync:sem:{" + keys.lock + "}";
 }
-std::string permits_key(const std::string& name) {
-  return set_key(name) + ":permits";
+std::string permits_key(const name_keys& keys) {
+  return set_key(keys) + ":permits";
 }
 
 std::optional<long long> number(std::string_view s) {
@@ -82,7 +86,13 @@ struct permit_spread {
 bool is_semaphore(const std::vector<std::string>& uris, const std::string& name,
                   std::chrono::milliseconds timeout) {
   bool semaphore = false;
-  for (const auto& r : probe_all(uris, {{"EXISTS", name}, {"EXISTS", set_key(name)}}, timeout)) {
+  const auto results = probe_name(
+      uris, name,
+      [](const name_keys& keys) -> std::vector<std::vector<std::string>> {
+        return {{"EXISTS", keys.lock}, {"EXISTS", set_key(keys)}};
+      },
+      timeout);
+  for (const auto& r : results) {
     if (!r.up) continue;
     if (r.replies.at(0).integer > 0) return false;
     semaphore = semaphore || r.replies.at(1).integer > 0;
@@ -92,9 +102,13 @@ bool is_semaphore(const std::vector<std::string>& uris, const std::string& name,
 
 int semaphore_status(const std::vector<std::string>& uris, const std::string& name,
                      std::chrono::milliseconds timeout, std::optional<int> permits, bool json) {
-  const auto results = probe_all(
-      uris, {{"ZRANGE", set_key(name), "0", "-1", "WITHSCORES"}, {"GET", permits_key(name)}, {"TIME"}},
-      timeout);
+  std::vector<std::string> shards;  // per member: a cluster member's masters, for people
+  const auto results = probe_name(
+      uris, name,
+      [](const name_keys& keys) -> std::vector<std::vector<std::string>> {
+        return {{"ZRANGE", set_key(keys), "0", "-1", "WITHSCORES"}, {"GET", permits_key(keys)}, {"TIME"}};
+      },
+      timeout, &shards);
   std::vector<node_view> nodes;
   std::vector<permit_spread> spread;
   std::set<long long> stored;
@@ -155,7 +169,8 @@ int semaphore_status(const std::vector<std::string>& uris, const std::string& na
                json_string(name), json_number_or_null(k), node_list, holders, answered, n,
                json_number_or_null(quorum));
   } else {
-    for (const auto& v : nodes) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const node_view& v = nodes[i];
       const std::string& address = v.probe->address;
       if (!v.probe->up) {
         fmt::print("{}: down ({})\n", address, v.error);
@@ -172,6 +187,7 @@ int semaphore_status(const std::vector<std::string>& uris, const std::string& na
                    v.stored_k ? fmt::format("{}", *v.stored_k) : std::string("unknown"), v.permits.size(),
                    v.permits.size() == 1 ? "" : "s", held);
       }
+      fmt::print("{}", shards[i]);
     }
     for (const auto& p : spread)
       fmt::print("permit \"{}\" (slot {}) on {}/{} nodes{}\n", p.id, p.slot, p.nodes, n,

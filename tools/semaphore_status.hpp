@@ -1,6 +1,7 @@
 // `redsync status NAME` for a semaphore (lock -n K NAME): the permits each
 // node holds for it (id, slot, time left), the k the nodes store, and on
-// how many nodes each permit is.
+// how many nodes each permit is. A cluster member is read on the master that
+// serves the name's slot, in the cluster key layout (member_probe.hpp).
 #pragma once
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // counts yet, each node's fencing counter, and who waits in the line. A
 // semaphore's name (lock -n) shows its permits instead (semaphore_status.hpp).
 // A cluster member is read on the master that serves the name's slot, in
-// the cluster key layout (member_probe.hpp).
+// the cluster key layout (member_probe.hpp), for a lock and a semaphore alike.
 
 #include "args.hpp"
 #include "commands.hpp"
@@ -105,16 +105,7 @@ int run_status(std::span<char* const> argv) {
   // nodes.
   std::optional<int> permits;
   if (const std::string* v = args.last("permits")) permits = parse_permits(*v);
-  // The library refuses a semaphore over a set with a cluster member, so
-  // such a set holds no permits to show.
-  const auto cluster = std::find_if(uris.begin(), uris.end(), is_cluster_member_uri);
-  if (cluster != uris.end()) {
-    if (permits) {
-      throw usage_error(fmt::format(
-          "status -n: node {} is a cluster member, and semaphores are not supported on cluster members",
-          cluster - uris.begin() + 1));
-    }
-  } else if (permits || is_semaphore(uris, name, timeout))
+  if (permits || is_semaphore(uris, name, timeout))
     return semaphore_status(uris, name, timeout, permits, args.has("json"));
   // Votes are judged as a `redsync lock --ttl TTL` would see them.
   std::chrono::milliseconds ttl{8000};
@@ -192,11 +183,14 @@ int run_status(std::span<char* const> argv) {
   for (std::size_t i = 0; i < nodes.size(); ++i)
     infos.push_back(nodes[i].probe->up && !is_cluster_member_uri(uris[i]) ? &nodes[i].probe->replies.at(2)
                                                                           : nullptr);
+  // Nor does a Redis Cluster node listed as redis:// (node_vote.hpp).
   const std::vector<std::string> twins = same_servers(uris, infos);
+  const std::vector<std::string> cluster_nodes_listed = cluster_nodes(uris, infos);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (twins[i].empty()) continue;
+    const std::string& why = !cluster_nodes_listed[i].empty() ? cluster_nodes_listed[i] : twins[i];
+    if (why.empty()) continue;
     voting -= nodes[i].vote.what == node_vote::state::votes ? 1 : 0;
-    nodes[i].vote = {node_vote::state::never, twins[i], std::nullopt};
+    nodes[i].vote = {node_vote::state::never, why, std::nullopt};
   }
   const std::size_t n = results.size();
   const std::size_t quorum = n / 2 + 1;

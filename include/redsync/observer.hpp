@@ -73,7 +73,8 @@ enum class node_state {
   reconnected,
   /// The node said yes to an acquisition but its vote did not count
   /// (`node_status::excluded`: the restart guard, the repair of its fencing
-  /// counter, or a server that can never vote); reported when it starts.
+  /// counter, or a server that can never vote, such as a Redis Cluster node
+  /// listed as `redis://`, whatever it answers); reported when it starts.
   excluded,
   /// An excluded node's yes counts again.
   voting,

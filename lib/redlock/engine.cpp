@@ -82,6 +82,7 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
   }
   size_ = pools_.size();
   cluster_ids_.resize(size_);
+  cluster_nodes_.resize(size_);
   telemetry_ = std::make_shared<detail::telemetry>(addresses_, options.observer, options.log);
   for (std::size_t i = 0; i < size_; ++i) {
     auto report = [t = telemetry_, i](pool_event e, std::string_view detail,
@@ -119,6 +120,10 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
     if (pools_[i]->pool()) {
       pools_[i]->pool()->on_server_info([this, i, open = info_open_](const reply& info) {
         if (!*open) return;
+        // A Redis Cluster node listed as redis://: refused by every round
+        // (round.cpp), in words that name the node and its cluster URI.
+        // The handshake's INFO precedes the first command's reply.
+        cluster_nodes_[i] = info.is_error() ? std::string() : cluster_node_problem(info.str, i + 1, uris_[i]);
         trust_->on_server_info(i, info);
         for (auto& [slot, t] : slot_trust_) t->on_server_info(i, info);
       });
@@ -126,7 +131,7 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
       pools_[i]->router()->on_server_info(
           [this, i, open = info_open_](const std::string& address, const reply& info) {
             if (!*open) return;
-            cluster_ids_[i][address] = identify_server(info, script_mode_);
+            cluster_ids_[i][address] = identify_server(info, script_mode_, listed_as::cluster_master);
           });
     }
   }

@@ -105,6 +105,10 @@ class engine {
   // Loop thread: what the handshake INFO of master `address` of cluster
   // member i said (node_identity.hpp); empty if none was read.
   server_identity cluster_identity(std::size_t i, const std::string& address) const;
+  // Loop thread: why standalone member i never votes when its last
+  // handshake INFO showed a Redis Cluster node (cluster_node_problem in
+  // node_identity.hpp), else empty.
+  const std::string& cluster_node(std::size_t i) const noexcept { return cluster_nodes_[i]; }
   // Counters, observer and log hook (any thread for snapshot(), else loop).
   detail::telemetry& telemetry() noexcept { return *telemetry_; }
   // Expired once the engine is destroyed (see alive_).
@@ -145,6 +149,8 @@ class engine {
   std::chrono::milliseconds restart_guard_window_{0};
   // Per cluster member: each master's identity, by host:port.
   std::vector<std::map<std::string, server_identity>> cluster_ids_;
+  // Per member: cluster_node(i).
+  std::vector<std::string> cluster_nodes_;
   // Shared with the pools' event listeners, which may outlive the engine.
   std::shared_ptr<detail::telemetry> telemetry_;
   // Expires with the engine. An engine destroyed on an application-owned

@@ -43,7 +43,32 @@ server_version minimum_version(script_mode mode) noexcept {
   return mode == script_mode::functions ? server_version{7, 0, 0} : server_version{5, 0, 0};
 }
 
-server_identity identify_server(const reply& info, script_mode mode) {
+std::string cluster_node_problem(std::string_view info, std::size_t number, std::string_view uri) {
+  if (info_field(info, "cluster_enabled") != "1") return {};
+  constexpr std::string_view why =
+      "a lock's keys and the node record hash to different slots on it, so it answers CROSSSLOT and its "
+      "vote never counts";
+  if (uri.empty()) {
+    return fmt::format(
+        "the node is a Redis Cluster node (cluster_enabled:1) listed as a standalone node: {}; list the "
+        "cluster as one member, redis+cluster://HOST:PORT[,HOST:PORT...]",
+        why);
+  }
+  // rediss://host:port -> rediss+cluster://host:port; a unix socket has no
+  // TCP address to offer.
+  std::string cluster_uri;
+  if (const auto scheme = uri.find("://"); scheme != std::string_view::npos) {
+    cluster_uri = fmt::format("{}+cluster{}", uri.substr(0, scheme), uri.substr(scheme));
+  } else {
+    cluster_uri = "redis+cluster://HOST:PORT";
+  }
+  return fmt::format(
+      "node {} ({}) is a Redis Cluster node (cluster_enabled:1): {}; list it as {} (one member for the whole "
+      "cluster; more seeds after commas)",
+      number, uri, why, cluster_uri);
+}
+
+server_identity identify_server(const reply& info, script_mode mode, listed_as as) {
   server_identity out;
   if (info.is_error()) {
     out.problem = fmt::format(
@@ -80,6 +105,12 @@ server_identity identify_server(const reply& info, script_mode mode) {
         "lock nodes must be independent masters",
         role);
     return out;
+  }
+  if (as == listed_as::standalone) {
+    if (std::string problem = cluster_node_problem(info.str); !problem.empty()) {
+      out.problem = std::move(problem);
+      return out;
+    }
   }
   const auto maxmemory = info_field(info.str, "maxmemory");
   const auto policy = info_field(info.str, "maxmemory_policy");

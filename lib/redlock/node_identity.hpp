@@ -42,11 +42,18 @@ std::optional<server_version> redis_version(std::string_view info);
 // 5.0 on), functions 7.0 (Redis Functions).
 server_version minimum_version(script_mode mode) noexcept;
 
+// How the node list names the server whose INFO is read: as a standalone
+// node (redis://, rediss://, unix:), or as a master found through a cluster
+// member (redis+cluster://), whose INFO the router asks without the cluster
+// section.
+enum class listed_as { standalone, cluster_master };
+
 // What a node's reply to INFO says about it: its identity (run_id, then
 // master_replid when given, then the last RDB load's key counts when the
 // server run has loaded a file), or why its vote can never count (INFO
 // refused, a Redis version below `mode`'s minimum, no run_id, a replica, a
-// maxmemory policy that evicts). Pure.
+// maxmemory policy that evicts, a Redis Cluster node listed as a standalone
+// node). Pure.
 struct server_identity {
   std::string identity;  // empty when `problem` is set
   std::string problem;
@@ -55,7 +62,18 @@ struct server_identity {
   // master share, nor the load counts. Empty when `problem` is set.
   std::string run_id;
 };
-server_identity identify_server(const reply& info, script_mode mode = script_mode::eval);
+server_identity identify_server(const reply& info, script_mode mode = script_mode::eval,
+                                listed_as as = listed_as::standalone);
+
+// When the INFO text `info` says cluster_enabled:1 of a node listed as a
+// standalone node: why it never votes, naming it as node `number` (1-based)
+// with URI `uri` (engine::uri's form, without credentials) and the
+// redis+cluster:// URI to list instead; the same without the node's names
+// when `uri` is empty. Else empty. A cluster node answers CROSSSLOT to every
+// call of the standalone layout (a name and redsync:node are in different
+// slots), and a name whose keys happen to share a slot would vote from
+// that one master: either way the set loses a vote it seems to have. Pure.
+std::string cluster_node_problem(std::string_view info, std::size_t number = 0, std::string_view uri = {});
 
 // The value of `key` in INFO text ("key:value" lines), or empty. Pure.
 std::string_view info_field(std::string_view info, std::string_view key);

@@ -89,6 +89,16 @@ struct round_state {
             n.message = "unexpected reply";
           }
         }
+        // A Redis Cluster node listed as a standalone node: whatever it
+        // answered (CROSSSLOT, or a yes from the one master of a name whose
+        // keys share a slot), it never votes, and the reason says what to
+        // list instead.
+        if (const std::string& why = eng->cluster_node(i); !why.empty()) {
+          n.status = node_status::excluded;
+          n.error_class = server_error::none;
+          n.message = why;
+          eng->telemetry().vote(i, true, why);
+        }
         break;
       case transport_status::timeout:
         n.status = node_status::timeout;

@@ -2,7 +2,9 @@
 // (redis+cluster://seed,...): ping reports each member as a whole (up when
 // every slot has a master that answers) with its masters, and counts
 // members for the quorum; status reads a name on the master that serves its
-// slot, in the cluster key layout, following a redirection.
+// slot, in the cluster key layout, following a redirection (for a lock and
+// for a semaphore's permits); a cluster node listed as redis:// and one
+// cluster listed twice are node-list errors.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -175,12 +177,106 @@ TEST_SUITE("cli") {
     CHECK(contains(after.out, held_on_to));
   }
 
-  TEST_CASE("cli: status -n refuses a cluster member, on which the library refuses semaphores") {
+  // Issue 32 §5: a cluster node given as redis:// answered CROSSSLOT to
+  // every lock, and nothing said why or what to list instead.
+  TEST_CASE(
+      "cli: a Redis Cluster node listed as redis:// never votes: lock and ping name it and redis+cluster://, "
+      "and ping fails on it and on one cluster listed twice") {
+    redis_cluster c(cluster_config{.masters = 3});
+    cluster nodes(2);
     temp_dir dir;
-    auto o = run_cli({"status", "-n", "2", "--nodes=redis+cluster://127.0.0.1:1,127.0.0.1:2", "pool"},
-                     dir.path(), 10s);
+    const std::string name = "cli-cluster-as-standalone";
+    const std::string node = c[1].address();
+    const std::string list = "--nodes=" + nodes[0].uri() + ",redis://" + node + "," + nodes[1].uri();
+    const std::string why = "node 2 (redis://" + node + ") is a Redis Cluster node (cluster_enabled:1): ";
+    const std::string advice = "list it as redis+cluster://" + node + " ";
+    // Verified records on the standalone nodes: they vote at once (a fresh
+    // set's repair waits for the cluster node's record, which it never reads).
+    prime_records(nodes.uris());
+
+    // The other two are a quorum of 3: granted, with a warning (no -v).
+    auto lock = run_cli({"lock", "--wait", "0", list, name, "--", "true"}, dir.path(), 20s);
+    INFO(show(lock));
+    CHECK(lock.status == 0);
+    CHECK(
+        contains(lock.err, "acquired lock \"" + name + "\", but 1/3 nodes never vote: " + node + " (" + why));
+    CHECK(contains(lock.err, advice));
+
+    auto ping = run_cli({"ping", list}, dir.path(), 20s);
+    INFO(show(ping));
+    CHECK(ping.status == usage_status);
+    CHECK(contains(ping.out, node + ": up, "));
+    CHECK(contains(ping.out, "; never votes: " + why));
+    CHECK(contains(ping.out, advice));
+    CHECK(contains(ping.out, "3/3 nodes up, "));
+    CHECK(contains(ping.out, "the node list needs fixing: 1 of its 3 nodes never votes"));
+
+    // One cluster under two members' seeds: the second never votes.
+    const std::string first = "redis+cluster://" + c[0].address();
+    const std::string second = "redis+cluster://" + c[2].address();
+    auto twice = run_cli({"ping", "--nodes=" + first + "," + nodes[0].uri() + "," + second}, dir.path(), 20s);
+    INFO(show(twice));
+    CHECK(twice.status == usage_status);
+    CHECK(contains(twice.out, first + ": up, 3 masters serve every slot\n"));
+    CHECK(contains(twice.out, second + ": up, 3 masters serve every slot; never votes: node 3 (" + second +
+                                  ") is the same cluster as node 1 (" + first + ") (master id "));
+    CHECK(contains(twice.out, "the node list needs fixing: 1 of its 3 nodes never votes"));
+    auto twice_json = run_cli({"ping", "--json", "--nodes=" + first + "," + nodes[0].uri() + "," + second},
+                              dir.path(), 20s);
+    INFO(show(twice_json));
+    CHECK(twice_json.status == usage_status);
+    CHECK(one_json_object(twice_json.out));
+    CHECK(contains(twice_json.out, R"("vote":"never","vote_reason":"node 3 ()" + second));
+    // (Seeds of three different clusters are no such error: the first test.)
+
+    // Without the third node, no quorum: the reason names the cluster node.
+    nodes[1].kill();
+    auto failed = run_cli({"lock", "--wait", "0", list, name, "--", "true"}, dir.path(), 20s);
+    INFO(show(failed));
+    CHECK(failed.status == unavailable_status);
+    CHECK(contains(failed.err, "1/3 nodes never vote: " + node + " (" + why));
+    CHECK(contains(failed.err, advice));
+  }
+
+  // Issue 32 §7: status said "held on 0/3 nodes" while permits were held on
+  // cluster members, and status -n refused them.
+  TEST_CASE("cli: status and status -n show a semaphore's permits held over cluster members") {
+    // A mixed set: both key layouts at once.
+    redis_cluster c(cluster_config{.masters = 3});
+    cluster standalone(2);
+    temp_dir dir;
+    const std::string name = "cli-cluster-sem";
+    const std::uint16_t slot = redsync::detail::cluster_name_slot(name);
+    const std::string list = "--nodes=" + standalone[0].uri() + "," + c.uri() + "," + standalone[1].uri();
+
+    // status runs while `redsync lock -n 2` holds a permit.
+    auto o = run_cli({"lock", "-n", "2", list, name, "-c",
+                      "'" + cli_path() + "' status '" + list + "' " + name + " > f; '" + cli_path() +
+                          "' status -n 2 --json '" + list + "' " + name + " > j"},
+                     dir.path(), 60s);
     INFO(show(o));
-    CHECK(o.status == usage_status);
-    CHECK(contains(o.err, "node 1 is a cluster member, and semaphores are not supported on cluster members"));
+    REQUIRE(o.status == 0);
+    const std::string text = read_file(dir.file("f")).value_or("");
+    const std::string json = read_file(dir.file("j")).value_or("");
+    INFO(text);
+    INFO(json);
+    const std::string master = c[c.owner(slot)].address();
+    CHECK(
+        contains(text, c.uri() + " (slot " + std::to_string(slot) + " on " + master + "): k 2, 1 permit: "));
+    CHECK(contains(text, "  shard " + master + ": slots "));
+    CHECK(contains(text, standalone[0].address() + ": k 2, 1 permit: "));
+    CHECK(contains(text, standalone[1].address() + ": k 2, 1 permit: "));
+    CHECK(contains(text, ") on 3/3 nodes\n"));
+    CHECK(contains(text, "semaphore \"" + name + "\": 2 permits, 1 held; 3/3 nodes answered, quorum "));
+    CHECK(one_json_object(json));
+    CHECK(contains(json, R"("semaphore":true,"permits":2,)"));
+    CHECK(contains(json, R"(,"nodes":3}])"));
+
+    auto after = run_cli({"status", "-n", "2", list, name}, dir.path(), 30s);
+    INFO(show(after));
+    CHECK(after.status == 0);
+    CHECK(contains(after.out, c.uri() + " (slot " + std::to_string(slot) + " on "));
+    CHECK(contains(after.out, "no permit held"));
+    CHECK(contains(after.out, "2 permits, 0 held; 3/3 nodes answered"));
   }
 }

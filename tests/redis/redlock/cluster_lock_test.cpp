@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,7 +90,28 @@ TEST_CASE("auto-extension keeps a lock over cluster members past its expiry") {
   CHECK(m.unlock(redsync::context::timeout(10s)).ok());
 }
 
-TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its own key layout") {
+namespace {
+
+// The reasons of every `excluded` event of node `node`.
+struct exclusion_recorder : redsync::observer {
+  explicit exclusion_recorder(std::size_t n) : node(n) {}
+  std::size_t node;
+  std::mutex mu;
+  std::vector<std::string> reasons;
+  void on_node(const redsync::node_event& e) override {
+    if (e.node != node || e.state != redsync::node_state::excluded) return;
+    std::lock_guard lk(mu);
+    reasons.emplace_back(e.detail);
+  }
+};
+
+}  // namespace
+
+// The same servers, two ways: their own layouts, and (issue 32) a node of
+// the cluster listed as redis://, which used to answer CROSSSLOT silently.
+TEST_CASE(
+    "a mixed set: one cluster member and two standalone nodes, each in its own key layout; a node of the "
+    "cluster listed as redis:// never votes, and the result and the observer name redis+cluster://") {
   redis_cluster cl(cluster_config{.masters = 3});
   redsync::test::cluster standalone(2);
   redsync::Redsync rs({cl.uri(), standalone[0].uri(), standalone[1].uri()}, fresh_nodes());
@@ -108,6 +130,40 @@ TEST_CASE("a mixed set: one cluster member and two standalone nodes, each in its
   redis_client c(standalone[0]);
   CHECK_FALSE(c.get(name).has_value());
   CHECK(value_on(cl, cluster_lock_key(name)).empty());
+
+  // Node 2 is a master of the cluster, listed as a standalone node. Its
+  // first contact (the handshake's INFO) tells; no construction can.
+  auto rec = std::make_shared<exclusion_recorder>(1);
+  redsync::redsync_options opts = fresh_nodes();
+  opts.observer = rec;
+  const std::string node = cl[0].address();
+  redsync::Redsync wrong({standalone[0].uri(), "redis://" + node, standalone[1].uri()}, opts);
+  const std::string why = "node 2 (redis://" + node + ") is a Redis Cluster node (cluster_enabled:1): ";
+  const std::string advice = "list it as redis+cluster://" + node + " ";
+  auto w = wrong.new_mutex(unique_name("cluster-node-as-standalone"), {.expiry = 3s});
+  auto got = w.try_lock(redsync::context::timeout(10s));
+  REQUIRE_MESSAGE(got.ok(), got.describe());  // the two others are a quorum of 3
+  REQUIRE(got.nodes.size() == 3);
+  CHECK(got.nodes[0].status == redsync::node_status::ok);
+  CHECK(got.nodes[1].status == redsync::node_status::excluded);
+  CHECK(got.nodes[1].message.starts_with(why));
+  CHECK(got.nodes[1].message.find(advice) != std::string::npos);
+  CHECK(got.nodes[2].status == redsync::node_status::ok);
+  {
+    std::lock_guard lk(rec->mu);
+    REQUIRE(rec->reasons.size() == 1);  // said once, when it starts
+    CHECK(rec->reasons[0] == got.nodes[1].message);
+  }
+  CHECK(w.unlock(redsync::context::timeout(10s)).ok());
+  // Without a standalone node: its one vote of 3, and the failure says why.
+  standalone[1].kill();
+  auto lone = wrong.new_mutex(unique_name("cluster-node-as-standalone"), {.expiry = 3s});
+  auto failed = lone.try_lock(redsync::context::timeout(10s));
+  CHECK_FALSE(failed.ok());
+  REQUIRE(failed.nodes.size() == 3);
+  CHECK(failed.nodes[1].status == redsync::node_status::excluded);
+  CHECK(failed.nodes[1].message.starts_with(why));
+  CHECK(failed.describe().find(advice) != std::string::npos);
 }
 
 TEST_CASE(

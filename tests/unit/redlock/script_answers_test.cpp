@@ -147,6 +147,27 @@ TEST_CASE("INFO identifies a master by run_id and replication id, and names why 
   CHECK(evicting.problem.find("evict") != std::string::npos);
 }
 
+TEST_CASE("INFO of a Redis Cluster node listed as a standalone node names redis+cluster:// to list instead") {
+  const std::string cluster_info = "run_id:abc\r\nrole:master\r\ncluster_enabled:1\r\n";
+  const auto listed = identify_server(info(cluster_info));
+  CHECK(listed.identity.empty());
+  CHECK(listed.problem.find("Redis Cluster node (cluster_enabled:1)") != std::string::npos);
+  CHECK(listed.problem.find("redis+cluster://") != std::string::npos);
+  // Found through a cluster member, the same server is a master like any.
+  CHECK(identify_server(info(cluster_info), redsync::script_mode::eval, listed_as::cluster_master).identity ==
+        "abc");
+  CHECK(identify_server(info("run_id:abc\r\ncluster_enabled:0\r\n")).identity == "abc");
+  // With the node's names: its number, URI, and the URI to use.
+  CHECK(cluster_node_problem(cluster_info, 2, "redis://127.0.0.1:7002")
+            .starts_with("node 2 (redis://127.0.0.1:7002) is a Redis Cluster node (cluster_enabled:1): "));
+  CHECK(cluster_node_problem(cluster_info, 2, "redis://127.0.0.1:7002")
+            .find("list it as redis+cluster://127.0.0.1:7002 ") != std::string::npos);
+  CHECK(
+      cluster_node_problem(cluster_info, 1, "rediss://h:7000").find("list it as rediss+cluster://h:7000 ") !=
+      std::string::npos);
+  CHECK(cluster_node_problem("cluster_enabled:0\r\n", 1, "redis://h:1").empty());
+}
+
 TEST_CASE("INFO's redis_version is parsed, and a version below the mode's minimum is named") {
   CHECK(redis_version("# Server\r\nredis_version:7.0.15\r\n") == server_version{7, 0, 15});
   CHECK(redis_version("redis_version:4.0.9\r\nrun_id:a\r\n") == server_version{4, 0, 9});
