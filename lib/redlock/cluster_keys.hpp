@@ -60,7 +60,12 @@
 //
 // Claim: once a token T was granted for a lock over slots S, every later
 // grant of a lock over slots S' that meets S yields a token > T, under
-// node_trust.hpp's assumptions read per (member, slot): for each slot, the
+// node_trust.hpp's assumptions read per (member, slot), and the failover
+// check's (durable_wait.hpp: a replica the member's map does not list online
+// is not promoted; a replica does not keep replicating from a master it saw
+// replaced), under which a master already replaced never casts a counted
+// vote (before the check, a paused master that resumed after its promotion
+// answered with its own pre-pause counter: issue 32): for each slot, the
 // members whose rec(m, s) lost data (a restart, a failover, a migration)
 // since the acquisition of T began are a minority; no client uses an
 // expiry longer than the repair delay; and the clock assumption holds for

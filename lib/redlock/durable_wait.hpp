@@ -35,7 +35,8 @@
 // counter are thrown away when it rejoins as a replica. So on a cluster
 // member a yes to an acquisition or an extension counts only when, right
 // after the script, on the same connection, `WAIT r t` answered at least r,
-// r being the replicas the member's map lists online for the slot's shard
+// r being the replicas the member's map lists for the slot's shard and
+// not failed (health online or loading)
 // (and at least durable_replicas). Why that shows the server was still the
 // slot's master after the script ran: a replica that acknowledged the
 // script's writes was replicating from that server after they were made,
@@ -46,13 +47,11 @@
 // as the map lists them) all acknowledged had not been replaced when the
 // script ran, and every replica that could be promoted holds the script's
 // writes. Assumptions, stated in docs/cluster.md: a replica that is not
-// listed online in the member's map is not promoted (the map is read again
-// whenever a WAIT falls short, after every MOVED and after a master did not
-// answer); a replica does not keep replicating from a master it saw
-// replaced. A shard without replicas cannot fail over: no WAIT. A master
-// whose replicas are unknown (a MOVED named it since the last map read)
-// gets no vote until the map was read.
-// Loop thread only.
+// listed (not failed) in the member's map is not promoted (the map is read
+// again whenever a WAIT falls short, after every MOVED, after a master did
+// not answer, and at least every 5 s while commands flow); a replica does not keep replicating from a master
+// it saw replaced. A shard without replicas cannot fail over: no WAIT. A master whose replicas are unknown (a
+// MOVED named it since the last map read) gets no vote until the map was read. Loop thread only.
 
 #include "redlock/script_call.hpp"
 #include "transport/reply.hpp"
@@ -85,7 +84,7 @@ durable_spec durable_spec_of(const mutex_options& o, std::chrono::microseconds c
 
 // The WAIT a yes from `to` needs: `durable` (durable_spec_of) on a
 // standalone member; on a cluster member at least the replicas the map
-// lists online for the slot's shard (the failover check above), with
+// lists (not failed) for the slot's shard (the failover check above), with
 // `durable`'s timeout or else half the command timeout.
 durable_spec wait_needed(const durable_spec& durable, member_slot to,
                          std::chrono::microseconds command_timeout);

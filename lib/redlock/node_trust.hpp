@@ -73,6 +73,21 @@
 // granted nothing, so it needs no delay. A multi-name lock takes its token
 // from the same counter, so this holds for each of its names.
 //
+// Never used. A record that no node has a counter in, at a look that every
+// node answered (a brand-new set, or on a cluster member a slot no lock has
+// used), is stamped as verified since the node's time 0: no repair delay
+// and no guard window. Why no lock key can be lost there: a grant that may
+// still be held incremented the record, in the same atomic step as its
+// keys, on a quorum of nodes; the nodes that lost data since are a
+// minority, so one of that quorum still has a counter, and the look would
+// have read it. A key written after the look's read of its node can only
+// be lost by a loss after the read, which changes the node's identity
+// (restart, resynchronisation, reload: the stamp no longer matches) or
+// wipes the record (a flush: the stamp is gone): either makes the node
+// unverified, and the rules above apply from then on. So a name of a slot
+// never used votes after one or two looks, not after a guard window
+// (issue 32, item 4).
+//
 // The restart guard measures the node's age as its server time minus
 // `since`, so every client agrees on it. A `since` in the node's future (its
 // clock was stepped back) is moved to the node's present by the next look

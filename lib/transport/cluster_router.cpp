@@ -15,6 +15,8 @@ namespace {
 
 // How long a map read that no command waits for may take.
 constexpr std::chrono::microseconds background_refresh_timeout = std::chrono::seconds(1);
+// While commands flow, the map is read again at least this often.
+constexpr std::chrono::seconds map_max_age{5};
 
 bool unknown_subcommand(const reply& r) {
   return r.is_error() && (r.str.find("nknown subcommand") != std::string::npos ||
@@ -120,7 +122,11 @@ void cluster_router::dispatch(std::shared_ptr<pending> p) {
     p->finish(std::move(r));
     return;
   }
-  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(p->deadline - clock::now());
+  const auto now = clock::now();
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(p->deadline - now);
+  // The failover check counts the replicas the map lists: a replica added
+  // or back since the last read is counted from the next one.
+  if (have_map_ && now - map_read_at_ > map_max_age) refresh_in_background();
   if (have_map_ && map_.owner[p->slot] != slot_map::no_master) {
     const cluster_master& m = map_.masters[static_cast<std::size_t>(map_.owner[p->slot])];
     send_to(std::move(p), pool_at(m.host, m.port), false);
@@ -332,6 +338,7 @@ void cluster_router::adopt_map(slot_map&& m) {
   const auto failovers = changes_.adopt(m);
   map_ = std::move(m);
   have_map_ = true;
+  map_read_at_ = clock::now();
   // Pool lifetime (cluster_router.hpp): the masters that serve slots and
   // the seeds keep their pools; the others drain and close.
   const std::vector<std::string>& serving = changes_.masters();

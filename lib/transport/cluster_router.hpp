@@ -9,8 +9,10 @@
 // server does not know SHARDS) from the first node that answers, the known
 // masters first, then the seeds, each once; nodes whose last command or
 // read got no answer are asked last. It is read on first use, after every
-// MOVED, and after a master did not answer (a failover may have replaced
-// it); reads running at once are one read.
+// MOVED, after a master did not answer (a failover may have replaced it),
+// when asked (refresh_soon), and in the background when a command is sent
+// more than 5 s after the last read (the failover check counts the replicas
+// it lists); reads running at once are one read.
 //
 // Redirections. A command is sent to the pool of the slot's master, on the
 // connection `route` picks (node_pool.hpp: same route, same connection, so
@@ -201,6 +203,7 @@ class cluster_router {
   router_pools pools_;
   slot_map map_;
   bool have_map_ = false;
+  clock::time_point map_read_at_{};  // when the map was last read
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
   // Nodes (host:port) whose last command or map read got no answer: a

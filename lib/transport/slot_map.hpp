@@ -21,10 +21,13 @@ struct cluster_master {
   int port = 0;
   std::string id;  // node id; empty when CLUSTER SLOTS did not say
   std::vector<std::pair<std::uint16_t, std::uint16_t>> slots;  // ranges it serves, inclusive
-  // Its replicas whose health is online (CLUSTER SHARDS) or that are listed
+  // Its replicas that have not failed (CLUSTER SHARDS: health online or
+  // loading; "loading" is also what a node says of a replica whose offset
+  // it has not heard yet, right after it joined) or that are listed
   // (CLUSTER SLOTS); -1 when unknown: a master a MOVED named that the last
   // map read did not list as one. The failover check waits for them
-  // (durable_wait.hpp).
+  // (durable_wait.hpp); a replica still loading cannot acknowledge, so its
+  // master's slots do not vote until it has synchronised.
   int replicas = -1;
 };
 

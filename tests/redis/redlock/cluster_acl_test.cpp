@@ -182,6 +182,18 @@ TEST_CASE("a cluster user without +wait gets NOPERM from every member in durable
         n.message.find("(from WAIT 1 300, which mutex_options::durable_replicas sends)") != std::string::npos,
         n.message);
   }
+  // Without durable mode too: every member has replicas, so the failover
+  // check sends WAIT behind each acquisition (docs/cluster.md).
+  auto plain =
+      rs.new_mutex(unique_name("app:cluster-acl-nowait-plain"), {.expiry = 3s, .timeout_factor = 0.2});
+  auto rp = plain.try_lock(redsync::context::timeout(10s));
+  CHECK(rp.error == redsync::errc::no_quorum);
+  for (const auto& n : rp.nodes) {
+    CHECK(n.error_class == redsync::server_error::noperm);
+    CHECK_MESSAGE(n.message.find("which the failover check of a cluster member with replicas sends") !=
+                      std::string::npos,
+                  n.message);
+  }
 }
 
 TEST_CASE("a cluster user without +cluster|shards gets the refusal as each member's reason, not a hang") {

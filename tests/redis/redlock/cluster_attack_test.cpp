@@ -350,9 +350,10 @@ TEST_CASE(
 // window after A's unlock although the failovers were long over. Now the
 // window starts when a client's map shows the new master (a look marks it
 // then, engine::on_failover_seen), so B gets the name soon after the unlock.
-TEST_CASE("a failover seen while a name is held starts the promoted master's guard window then, not at the "
-          "release" *
-          doctest::timeout(120)) {
+TEST_CASE(
+    "a failover seen while a name is held starts the promoted master's guard window then, not at the "
+    "release" *
+    doctest::timeout(120)) {
   std::vector<std::unique_ptr<redis_cluster>> members;
   std::vector<std::string> uris;
   for (int k = 0; k < 3; ++k) {
@@ -390,8 +391,8 @@ TEST_CASE("a failover seen while a name is held starts the promoted master's gua
   const auto waited = std::chrono::steady_clock::now() - released;
   REQUIRE_MESSAGE(got.ok(), got.describe());
   // Generous: well under the window, which the old rule waited in full.
-  CHECK_MESSAGE(waited < window / 2, "B got the name ",
-                std::chrono::duration<double>(waited).count(), " s after A's unlock");
+  CHECK_MESSAGE(waited < window / 2, "B got the name ", std::chrono::duration<double>(waited).count(),
+                " s after A's unlock");
   (void)mb_waiting.unlock(redsync::context::timeout(5s));
 }
 

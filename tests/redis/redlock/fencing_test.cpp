@@ -38,6 +38,19 @@ void vacate(redis_server& node, const std::string& name) {
   redis_client(node).command({"DEL", name});
 }
 
+// Every node's record as if verified just now (`since` = the node's time):
+// prime_records() stamps brand-new records as verified since time 0, which
+// needs no guard window (node_trust.hpp, "Never used"); these tests measure
+// the window of a record that was repaired moments ago.
+void stamp_records_now(cluster& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    redis_client node(c[i]);
+    const auto time = node.command({"TIME"});
+    const long long ms = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+    node.command({"HSET", "redsync:node", "since", std::to_string(ms)});
+  }
+}
+
 redsync::mutex_options quick_fencing(redsync::mutex_options o = {}) {
   o.retry_delay = [](int) { return 20ms; };
   return o;
@@ -282,6 +295,7 @@ TEST_SUITE("fencing") {
   TEST_CASE("the restart guard window can be set longer than this client's own expiries") {
     cluster c(3);
     prime_records(c.uris());
+    stamp_records_now(c);
     redsync::Redsync rs(c.uris(), {.restart_guard = true, .restart_guard_window = 1500ms});
     auto m = rs.new_mutex(unique_name("window"), quick_fencing({.expiry = 200ms, .tries = 1}));
     const auto started = clock_type::now();
@@ -393,7 +407,8 @@ TEST_SUITE("fencing") {
 
   TEST_CASE("a client with a short expiry keeps a node out for the longest expiry recorded by any client") {
     cluster c(3);
-    prime_records(c.uris());  // stamps every node now
+    prime_records(c.uris());
+    stamp_records_now(c);  // stamps every node now
     {
       // Another client locks once with a 3 s expiry: the nodes record it.
       redsync::Redsync other(c.uris(), fresh_nodes());
