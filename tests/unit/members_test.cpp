@@ -70,7 +70,8 @@ TEST_CASE("a list of standalone URIs splits at every comma") {
   CHECK(parse_members("redis://a:1,rediss://b:2,unix:///tmp/r.sock") ==
         strings{"redis://a:1", "rediss://b:2", "unix:///tmp/r.sock"});
   CHECK(parse_members("redis://a:1") == strings{"redis://a:1"});
-  CHECK(parse_members("unix:/tmp/r.sock,UNIX:/tmp/s.sock") == strings{"unix:/tmp/r.sock", "UNIX:/tmp/s.sock"});
+  CHECK(parse_members("unix:/tmp/r.sock,UNIX:/tmp/s.sock") ==
+        strings{"unix:/tmp/r.sock", "UNIX:/tmp/s.sock"});
 }
 
 TEST_CASE("the pieces without a scheme after a cluster URI are its seeds") {
@@ -135,7 +136,8 @@ TEST_CASE("a piece without a scheme that no cluster URI comes before is an error
   // The bug of issue 33: this list split at every comma.
   const std::string first = list_error("127.0.0.1:7902,redis://b:2");
   CHECK(list_error_has(first, "node URI 1 of 2: invalid node URI \"127.0.0.1:7902\": missing scheme"));
-  CHECK(list_error_has(first, "only the seeds after a redis+cluster:// or rediss+cluster:// URI go without a scheme"));
+  CHECK(list_error_has(
+      first, "only the seeds after a redis+cluster:// or rediss+cluster:// URI go without a scheme"));
   const std::string after_standalone = list_error("redis://a:1,b:2,redis://c:3");
   CHECK(list_error_has(after_standalone, "node URI 2 of 3: invalid node URI \"b:2\": missing scheme"));
   // Alone, the message is the parser's, with the hint.
@@ -146,21 +148,20 @@ TEST_CASE("a member that does not parse is named by its place with the parser's 
   CHECK(list_error("redis://a:1,redis://b:x") ==
         "node URI 2 of 2: invalid node URI \"redis://b:x\": port \"x\" is not a number");
   const std::string seed = list_error("redis://a:1,redis+cluster://b:2,c:x,redis://d:4");
-  CHECK(list_error_has(seed, "node URI 2 of 3: invalid cluster URI \"redis+cluster://b:2,c:x\": seed 2 (c:x)"));
-  CHECK(list_error_has(list_error("redis://a:1,http://b:2"), "node URI 2 of 2: invalid node URI \"http://b:2\""));
+  CHECK(
+      list_error_has(seed, "node URI 2 of 3: invalid cluster URI \"redis+cluster://b:2,c:x\": seed 2 (c:x)"));
+  CHECK(list_error_has(list_error("redis://a:1,http://b:2"),
+                       "node URI 2 of 2: invalid node URI \"http://b:2\""));
   // A single member: the parser's message as it is.
   CHECK(list_error("redis://b:x") == "invalid node URI \"redis://b:x\": port \"x\" is not a number");
 }
 
 TEST_CASE("errors about a list never show a password") {
   const std::string lists[] = {
-      "redis://a:1,redis://:S3CRETpw@b:x",
-      "redis+cluster://:S3CRETpw@b:2,c:x",
+      "redis://a:1,redis://:S3CRETpw@b:x",  "redis+cluster://:S3CRETpw@b:2,c:x",
       "redis://a:1,u:S3CRETpw@b:2",  // lone user info without a scheme
-      "redis://:S3CR,ETpw@127.0.0.1:6379",
-      "redis://u:S3CR,E,Tpw@127.0.0.1:6379,redis://b:2",
-      "redis://:S3CRETpw@a:1,,redis://b:2",
-      "rediss://a:1?password=S3CRETpw&x=1,redis://b:2",
+      "redis://:S3CR,ETpw@127.0.0.1:6379",  "redis://u:S3CR,E,Tpw@127.0.0.1:6379,redis://b:2",
+      "redis://:S3CRETpw@a:1,,redis://b:2", "rediss://a:1?password=S3CRETpw&x=1,redis://b:2",
   };
   for (const std::string& list : lists) {
     const std::string m = list_error(list);
@@ -169,11 +170,12 @@ TEST_CASE("errors about a list never show a password") {
     CHECK_FALSE(m.empty());
     for (const char* piece : {"S3CR", "CRET", "ETpw"}) CHECK_FALSE(list_error_has(m, piece));
   }
-  CHECK(list_error_has(list_error("redis://:S3CR,ETpw@127.0.0.1:6379"),
-                 "node URI 1 is cut short by a ',' (not shown: it may hold a password; write a ',' inside a "
-                 "URI as %2C)"));
+  CHECK(list_error_has(
+      list_error("redis://:S3CR,ETpw@127.0.0.1:6379"),
+      "node URI 1 is cut short by a ',' (not shown: it may hold a password; write a ',' inside a "
+      "URI as %2C)"));
   CHECK(list_error_has(list_error("redis+cluster://:S3CRETpw@b:2,c:x"),
-                 "invalid cluster URI \"redis+cluster://:***@b:2,c:x\""));
+                       "invalid cluster URI \"redis+cluster://:***@b:2,c:x\""));
 }
 
 TEST_CASE("members_from_env reads REDSYNC_NODES, and says when it is unset or empty") {
