@@ -1,13 +1,15 @@
 // Shared by the examples: where the Redis masters are, and `--help`.
 //
 // Node URIs come from the command line (argv[1..]), else from the environment
-// variable REDSYNC_NODES (comma-separated; `eval "$(scripts/testbed env)"`
+// variable REDSYNC_NODES (comma-separated, split by redsync::members_from_env,
+// so `redis+cluster://a:1,b:2` is one member; `eval "$(scripts/testbed env)"`
 // sets it), else the testbed's nodes on 127.0.0.1, ports
 // REDSYNC_TESTBED_PORT (default 7001) onwards, REDSYNC_TESTBED_NODES of them
 // (default 5): the nodes `scripts/testbed up` starts with the same variables.
 #pragma once
 
 #include <redsync/error.hpp>
+#include <redsync/members.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +22,8 @@ namespace examples {
 
 // What every example's --help says about its node arguments.
 inline constexpr std::string_view nodes_help =
-    "Nodes: the URIs given as arguments, else $REDSYNC_NODES (comma-separated;\n"
+    "Nodes: the URIs given as arguments, else $REDSYNC_NODES (comma-separated; a\n"
+    "piece without a scheme is one more seed of the redis+cluster:// URI before it;\n"
     "`eval \"$(scripts/testbed env)\"` sets it), else redis://127.0.0.1:PORT for the\n"
     "$REDSYNC_TESTBED_NODES (default 5) ports from $REDSYNC_TESTBED_PORT (default\n"
     "7001) on: the nodes `scripts/testbed up` starts.\n";
@@ -79,15 +82,10 @@ inline std::vector<std::string> node_uris(int argc, char** argv, std::string_vie
     uris.emplace_back(arg);
   }
   if (!uris.empty()) return uris;
-  if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0') {
-    std::string_view rest = env;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      if (auto uri = rest.substr(0, comma); !uri.empty()) uris.emplace_back(uri);
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
-    if (!uris.empty()) return uris;
-  }
+  // The library splits the list (a cluster member's seeds are separated by
+  // commas too) and throws a config_error naming a bad URI by its place.
+  if (const char* env = std::getenv("REDSYNC_NODES"); env != nullptr && *env != '\0')
+    return redsync::members_from_env("REDSYNC_NODES");
   return testbed_uris();
 }
 

@@ -1,10 +1,12 @@
 // The node list of a command: --nodes, REDSYNC_NODES or the testbed's
-// ports; each URI checked by the library's parser, cluster members kept
-// whole, the --tls-* options applied to every rediss:// URI.
+// ports; split and checked by the library (redsync::parse_members, which
+// keeps cluster members whole), the --tls-* options applied to every
+// rediss:// URI.
 
 #include "node_list.hpp"
 
 #include <redsync/error.hpp>
+#include <redsync/members.hpp>
 #include <redsync/options.hpp>
 
 #include <fmt/format.h>
@@ -25,21 +27,6 @@ std::string lower_scheme(std::string_view uri) {
   return scheme;
 }
 
-// Whether `piece` (of a comma-separated list) starts like a node URI: a
-// scheme, or the "unix:" of a short unix socket URI.
-bool starts_like_uri(std::string_view piece) {
-  const std::size_t scheme_end = piece.find("://");
-  if (scheme_end != std::string_view::npos && piece.substr(0, scheme_end).find('@') == std::string_view::npos)
-    return true;
-  constexpr std::string_view unix_prefix = "unix:";
-  if (piece.size() < unix_prefix.size()) return false;
-  for (std::size_t i = 0; i < unix_prefix.size(); ++i) {
-    const char c = piece[i] >= 'A' && piece[i] <= 'Z' ? static_cast<char>(piece[i] - 'A' + 'a') : piece[i];
-    if (c != unix_prefix[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool is_cluster_member_uri(std::string_view uri) {
@@ -47,57 +34,14 @@ bool is_cluster_member_uri(std::string_view uri) {
   return scheme == "redis+cluster" || scheme == "rediss+cluster";
 }
 
-// Messages name a URI by its place in the list, never by the list's text:
-// that holds the passwords of every node.
+// The library splits and checks the list (redsync::parse_members, the one
+// home of the rule); its messages never show a password.
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text) {
-  std::vector<std::string_view> pieces;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
-    pieces.push_back(
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+  try {
+    return parse_members(text);
+  } catch (const config_error& e) {
+    throw usage_error(fmt::format("{}: {}", what, e.what()));
   }
-  std::vector<std::string> uris;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    if (pieces[i].empty())
-      throw usage_error(fmt::format("{}: node URI {} of {} is empty", what, i + 1, pieces.size()));
-    if (is_cluster_member_uri(pieces[i])) {
-      // A cluster member's seeds are separated by commas too: the pieces
-      // that do not start with a scheme continue it (docs/cluster.md). The
-      // library's parser checks it (its messages never show a password).
-      std::string member(pieces[i]);
-      while (i + 1 < pieces.size() && !pieces[i + 1].empty() && !starts_like_uri(pieces[i + 1]))
-        member += "," + std::string(pieces[++i]);
-      try {
-        (void)member_options::parse(member);
-      } catch (const config_error& e) {
-        throw usage_error(fmt::format("{}: {}", what, e.what()));
-      }
-      uris.push_back(std::move(member));
-      continue;
-    }
-    try {
-      (void)node_options::parse(pieces[i]);
-    } catch (const config_error& e) {
-      // "redis://:pa,ss@host" splits inside its password, and the parser's
-      // message would show "pa" as something else (a host, a port): when
-      // the user info seems to go on after the ',' (an '@' before the next
-      // piece that starts a URI of its own), say only where.
-      bool user_info_goes_on = false;
-      for (std::size_t j = i + 1; j < pieces.size() && !starts_like_uri(pieces[j]); ++j)
-        user_info_goes_on = user_info_goes_on || pieces[j].find('@') != std::string_view::npos;
-      if (user_info_goes_on) {
-        throw usage_error(fmt::format(
-            "{}: node URI {} is cut short by a ',' (not shown: it may hold a password; write a ',' inside "
-            "a URI as %2C)",
-            what, i + 1));
-      }
-      throw usage_error(fmt::format("{}: {}", what, e.what()));
-    }
-    uris.emplace_back(pieces[i]);
-  }
-  return uris;
 }
 
 namespace {

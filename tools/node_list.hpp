@@ -11,9 +11,10 @@
 
 namespace redsync::cli {
 
-/// Splits a comma-separated list of node URIs and checks each one with
-/// member_options::parse; the pieces after a cluster member's URI that do
-/// not start a URI of their own are more of its seeds. `what` names the source ("--nodes", "REDSYNC_NODES").
+/// redsync::parse_members of `text` (a comma-separated list, where the
+/// pieces after a cluster member's URI that do not start a URI of their own
+/// are more of its seeds); its config_error becomes a usage_error whose
+/// message starts with `what`, the source ("--nodes", "REDSYNC_NODES").
 std::vector<std::string> parse_nodes(std::string_view what, std::string_view text);
 
 // True for a redis+cluster:// or rediss+cluster:// URI: a member that is a

@@ -10,6 +10,7 @@
 #include <redsync/export.hpp>
 #include <redsync/fencing_token.hpp>
 #include <redsync/guard.hpp>
+#include <redsync/members.hpp>
 #include <redsync/mutex.hpp>
 #include <redsync/observer.hpp>
 #include <redsync/options.hpp>

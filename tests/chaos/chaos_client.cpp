@@ -95,21 +95,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// --nodes: members separated by commas, where a piece without a scheme
-// continues the cluster URI before it ("redis+cluster://a:1,b:2" is one
-// member with two seeds), as `redsync lock --nodes` reads them.
-std::vector<std::string> split_members(const std::string& s) {
-  std::vector<std::string> out;
-  for (auto& piece : split(s)) {
-    if (piece.find("://") == std::string::npos && !out.empty()) {
-      out.back() += ',' + piece;
-    } else {
-      out.push_back(std::move(piece));
-    }
-  }
-  return out;
-}
-
 // What the checker needs of a result: the error and each node's status.
 std::string result_fields(const redsync::result& r) {
   std::string nodes;
@@ -138,7 +123,8 @@ int run_client(const arguments& a) {
 
   redsync::chaos::shared_resource resource(a.get("resource"));
   history h(a.get("history"), a.get("client", mode));
-  redsync::Redsync rs(split_members(a.get("nodes")), redsync::redsync_options{.connect_timeout = 300ms});
+  redsync::Redsync rs(redsync::parse_members(a.get("nodes")),
+                      redsync::redsync_options{.connect_timeout = 300ms});
 
   redsync::mutex_options options{
       .expiry = expiry, .fail_fast = a.has("fail-fast"), .auto_extend = mode == "auto"};
@@ -226,7 +212,7 @@ int run_semaphore_client(const arguments& a) {
   history h(a.get("history"), a.get("client", "semaphore"));
   // The meta-test restarts no node, and the restart guard's first windows
   // (every node is new) would take most of its short run.
-  redsync::Redsync rs(split_members(a.get("nodes")),
+  redsync::Redsync rs(redsync::parse_members(a.get("nodes")),
                       redsync::redsync_options{.connect_timeout = 300ms, .restart_guard = !unsafe});
   const redsync::semaphore_options options{.expiry = expiry};
   redsync::Semaphore sem = unsafe ? redsync::detail::semaphore_test_access::make_unsafe(

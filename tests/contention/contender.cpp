@@ -57,19 +57,6 @@ clock_type::time_point at_ns(std::int64_t v) {
       std::chrono::duration_cast<clock_type::duration>(std::chrono::nanoseconds(v)));
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const auto comma = s.find(',', start);
-    const auto end = comma == std::string::npos ? s.size() : comma;
-    if (end > start) out.push_back(s.substr(start, end - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 struct settings {
   std::vector<std::string> nodes;
   std::string name;
@@ -105,7 +92,7 @@ settings parse(int argc, char** argv) {
     return n;
   };
   settings s;
-  s.nodes = split(need("nodes"));
+  s.nodes = redsync::parse_members(need("nodes"));
   s.name = need("name");
   s.counter = need("counter");
   s.out = need("out");

@@ -49,18 +49,6 @@ void append(int fd, const std::string& line) {
     throw std::runtime_error("write to the --out file failed");
 }
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  while (from <= list.size()) {
-    const auto comma = list.find(',', from);
-    out.push_back(list.substr(from, comma - from));
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  return out;
-}
-
 int run(int argc, char** argv) {
   std::map<std::string, std::string> v;
   for (int i = 1; i + 1 < argc; i += 2) v[argv[i]] = argv[i + 1];
@@ -68,7 +56,7 @@ int run(int argc, char** argv) {
     if (v.count(k) == 0) throw std::invalid_argument(std::string("missing ") + k);
   const int fd = ::open(v["--out"].c_str(), O_WRONLY | O_APPEND | O_CREAT, 0600);
   if (fd < 0) throw std::runtime_error("cannot open --out " + v["--out"]);
-  redsync::Redsync rs(split(v["--nodes"]), {.restart_guard = false});
+  redsync::Redsync rs(redsync::parse_members(v["--nodes"]), {.restart_guard = false});
   std::mt19937 rng(std::random_device{}());
   const int cycles = std::stoi(v["--cycles"]);
   // Window mode measures what users get: the default retry delay.

@@ -60,6 +60,12 @@ void guard_example(redsync::Mutex& mutex, const std::string& data) {
   if (g.lost_token().stop_requested()) return;
 }
 
+// members.hpp
+void members_example() {
+  // REDSYNC_NODES=redis://a:6379,redis+cluster://b1:7000,b2:7000,rediss://c:6380
+  redsync::Redsync rs(redsync::members_from_env());  // three members
+}
+
 // observer.hpp
 void observer_example(const std::vector<std::string>& uris) {
   struct slow_locks : redsync::observer {
@@ -175,8 +181,9 @@ void readme_semaphore_watchdog(redsync::Redsync& rs) {
 }
 
 TEST_CASE("the examples of the headers and the README compile") {
-  const auto compiled = std::make_tuple(
-      &context_example, &token_examples, &guard_example, &observer_example, &redsync_example, &readme_errors,
-      &readme_api, &readme_cluster_members, &readme_observer, &readme_semaphore, &readme_semaphore_watchdog);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 11);
+  const auto compiled =
+      std::make_tuple(&context_example, &token_examples, &guard_example, &members_example, &observer_example,
+                      &redsync_example, &readme_errors, &readme_api, &readme_cluster_members,
+                      &readme_observer, &readme_semaphore, &readme_semaphore_watchdog);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 12);
 }
