@@ -247,8 +247,10 @@ fixed.
 
 A node that is up may not vote yet: with no redsync record of its current
 server run (brand-new, restarted, replaced or flushed) it votes once a
-client has repaired the record, about one guard window after a client first
-meets it; after that, the restart guard keeps it out until the guard window
+client has repaired the record: at the first lock's look when no node of
+the set has a counter yet (a brand-new set, or a cluster slot no lock has
+used), else about one guard window after a client first meets it, and then
+the restart guard keeps it out until the guard window
 (the longest --ttl used on it, or --ttl below if longer) has passed since it
 was first seen so: ping says for how long. A node that cannot be identified
 (INFO refused), is a replica or may evict keys never votes. So does, until

@@ -29,6 +29,13 @@ Kinds (weights in CLUSTER_KINDS):
                         last writes. Each logs the replication bytes lost
                         (the master's offset at the kill minus the offset the
                         replica was promoted at). Needs root.
+  pause_promote         SIGSTOP the master of a name's slot past
+                        cluster-node-timeout: the cluster promotes its
+                        replica while it is silent; after a further hold it
+                        is resumed and first runs what clients whose maps
+                        still name it left in its sockets, before it hears
+                        of its demotion (the stale master of issue 32: its
+                        yes must not count), then rejoins as a replica
   failover              CLUSTER FAILOVER on the replica (no write is lost)
   failover_force        CLUSTER FAILOVER FORCE (no agreement with the master)
   failover_takeover     CLUSTER FAILOVER TAKEOVER (no election either)
@@ -41,6 +48,7 @@ Kinds (weights in CLUSTER_KINDS):
 
 import json
 import random
+import signal
 import subprocess
 import threading
 import time
@@ -53,13 +61,15 @@ CLUSTER_KINDS = {
     # so that a 30-minute run injects over a thousand.
     "kill_promote": 3,
     "kill_promote_lagging": 3,
+    "pause_promote": 3,
     "failover": 4,
     "failover_force": 1,
     "failover_takeover": 1,
     "reshard": 7,
     "cluster_down": 1,
 }
-FAILOVERS = ("kill_promote", "kill_promote_lagging", "failover", "failover_force", "failover_takeover")
+FAILOVERS = ("kill_promote", "kill_promote_lagging", "pause_promote", "failover", "failover_force",
+             "failover_takeover")
 RESHARDS = ("reshard",)
 # Kinds that lose no acknowledged write: a graceful failover waits for the
 # replica to catch up, a migration moves the keys.
@@ -204,7 +214,9 @@ class ClusterNemesis:
         if not self.claim(member.index, names):
             return False
         try:
-            if kind.startswith("kill_promote"):
+            if kind == "pause_promote":
+                self.pause_promote(member, kind, master, names, hold)
+            elif kind.startswith("kill_promote"):
                 self.kill_promote(member, kind, master, names, hold, rng, lagging=kind.endswith("lagging"))
             elif kind.startswith("failover"):
                 self.manual_failover(member, kind, master, names)
@@ -261,6 +273,25 @@ class ClusterNemesis:
             self.forge_records(replica)
         time.sleep(rng.uniform(0.0, 0.3))
         master.start()  # with its nodes.conf: it rejoins as a replica
+        member.wait_healthy(time.monotonic() + 20)
+        self.heal(kind, member, names)
+
+    def pause_promote(self, member, kind, master, names, hold):
+        replica = member.replica_of(master)
+        if replica is None:
+            self.record("skip", kind=kind, nodes=[member.index], why="the master has no live replica")
+            return
+        self.fault(kind, member, names, master=master.label, replica=replica.label)
+        master.signal(signal.SIGSTOP)
+        try:
+            wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
+                       10 + 4 * self.clusters.node_timeout_ms / 1000.0)
+            self.record("promoted", kind=kind, nodes=[member.index], names=names, replica=replica.label)
+            # Clients keep sending to the silent master meanwhile (their
+            # maps name it until a command of theirs times out there).
+            time.sleep(hold)
+        finally:
+            master.signal(signal.SIGCONT)
         member.wait_healthy(time.monotonic() + 20)
         self.heal(kind, member, names)
 

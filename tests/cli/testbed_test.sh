@@ -150,11 +150,11 @@ down_err=$("$TESTBED" env 2>&1 >/dev/null)
   # The examples read the same REDSYNC_NODES (issue 33: they split it at
   # every comma and refused "127.0.0.1:P": missing scheme). basic's slot
   # is new to the member, and its expiry (10 s) is longer than its wait
-  # (5 s): the restart guard may still keep the member out, so a "lock
-  # failed" that names the member as one cluster passes too.
+  # (5 s): it locks at once only because a slot no lock used votes at once
+  # (issue 32: it cost a whole guard window, and basic failed).
   basic_out=$(REDSYNC_NODES=$want timeout 60 "$BUILD/examples/basic" 2>&1)
   basic_rc=$?
-  [[ $basic_rc == 0 || ($basic_rc == 1 && $basic_out == *"lock failed: "*"cluster 127.0.0.1:$p,"*) ]] ||
+  [[ $basic_rc == 0 ]] ||
     { echo "FAIL: examples/basic with the cluster testbed's REDSYNC_NODES (rc $basic_rc): $basic_out" >&2; exit 1; }
   echo "examples/basic on the cluster testbed: rc $basic_rc ${basic_out:0:300}"
   "$TESTBED" down >/dev/null 2>&1 || { echo "FAIL: down of a cluster testbed" >&2; exit 1; }

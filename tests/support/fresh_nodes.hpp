@@ -10,6 +10,9 @@
 // lib/redlock/node_trust.hpp). A test that takes nodes down before its first lock
 // primes the records first, as a deployment's first client would.
 
+#include "redis_client.hpp"
+#include "redis_server.hpp"
+
 #include <redsync/redsync.hpp>
 
 #include <stdexcept>
@@ -36,6 +39,20 @@ inline void prime_records(const std::vector<std::string>& uris) {
   auto r = m.lock(redsync::context::timeout(std::chrono::seconds(5)));
   if (!r) throw std::runtime_error("prime_records: " + r.describe());
   (void)m.unlock(redsync::context::timeout(std::chrono::seconds(5)));
+}
+
+/// Every node's record as if verified just now (`since` = the node's time).
+/// prime_records() stamps brand-new records as verified since time 0, which
+/// needs no guard window (lib/redlock/node_trust.hpp, "Never used"); a test
+/// about the window of a record repaired moments ago stamps it so.
+inline void stamp_record_now(const redis_server& server) {
+  redis_client node(server);
+  const auto time = node.command({"TIME"});
+  const long long ms = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+  node.command({"HSET", "redsync:node", "since", std::to_string(ms)});
+}
+inline void stamp_records_now(cluster& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) stamp_record_now(c[i]);
 }
 
 }  // namespace redsync::test

@@ -23,6 +23,7 @@ using redsync::test::fresh_nodes;
 using redsync::test::prime_records;
 using redsync::test::redis_client;
 using redsync::test::redis_server;
+using redsync::test::stamp_records_now;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 using clock_type = std::chrono::steady_clock;
@@ -36,19 +37,6 @@ void occupy(redis_server& node, const std::string& name) {
 
 void vacate(redis_server& node, const std::string& name) {
   redis_client(node).command({"DEL", name});
-}
-
-// Every node's record as if verified just now (`since` = the node's time):
-// prime_records() stamps brand-new records as verified since time 0, which
-// needs no guard window (node_trust.hpp, "Never used"); these tests measure
-// the window of a record that was repaired moments ago.
-void stamp_records_now(cluster& c) {
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    redis_client node(c[i]);
-    const auto time = node.command({"TIME"});
-    const long long ms = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-    node.command({"HSET", "redsync:node", "since", std::to_string(ms)});
-  }
 }
 
 redsync::mutex_options quick_fencing(redsync::mutex_options o = {}) {

@@ -315,8 +315,8 @@ TEST_SUITE("observer") {
     o.restart_guard_window = 500ms;
     redsync::Redsync rs(c.uris(), observed(rec, o));
     auto m = rs.new_mutex(unique_name("obs:guard"), {.expiry = 300ms, .tries = 1000});
-    // The records were stamped by prime_records moments ago: wait out the
-    // guard window once, as any new client would.
+    // The records were primed: the first lock counts every node (brand-new
+    // records vote at once), and the tries cover a loaded machine.
     REQUIRE(m.lock(redsync::context::timeout(10s)));
     REQUIRE(m.unlock(redsync::context::timeout(5s)));
     const std::size_t before = rec->node_changes();

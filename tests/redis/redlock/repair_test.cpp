@@ -104,6 +104,9 @@ TEST_SUITE("repair") {
       REQUIRE_MESSAGE(r.ok(), r.describe());
       REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
     }
+    // As if repaired at that clock (a brand-new record is stamped as
+    // verified since time 0, which no step moves into the future).
+    redsync::test::stamp_record_now(node);
     clk.set(0ms);
     const auto stepped = clock_type::now();
     redsync::Redsync later(uris, guard_with_window(window));
@@ -159,6 +162,8 @@ TEST_SUITE("repair") {
   TEST_CASE("a node's clock stepped forward lets it in before its guard window has passed") {
     clock_offset clk;
     redsync::test::redis_server node({.env = clk.env()});
+    prime_records({node.uri()});
+    redsync::test::stamp_record_now(node);  // repaired just now: the 60 s window applies
     redsync::Redsync rs({node.uri()}, guard_with_window(60s));
     auto m = rs.new_mutex(unique_name("app:step-guard"), {.expiry = 1s, .tries = 1});
     auto kept_out = m.lock(redsync::context::timeout(5s));

@@ -63,7 +63,8 @@ TEST_SUITE("semaphore attack") {
   // rule that keeps that from chaining).
   TEST_CASE("a waiter refused by a failed attempt's grant is woken once that grant is undone") {
     cluster c(3);
-    prime_records(c.uris());  // stamps every record now: a guarded client excludes them
+    prime_records(c.uris());
+    redsync::test::stamp_records_now(c);  // as if repaired now: a guarded client excludes them
     const auto name = unique_name("sem-attack-quiet-undo");
     // X: the restart guard on with a long window, so its yeses never count
     // (the records were stamped a moment ago) and its attempts always fail.
@@ -313,8 +314,7 @@ TEST_SUITE("semaphore attack") {
       redsync::Redsync rw(c.uris(), o);
       auto h = rh.new_semaphore(name, 1, so);
       auto w = rw.new_semaphore(name, 1, so);
-      // With the guard on, the records stamped by prime_records are in
-      // their window (the 2 s expiry) for a while yet.
+      // prime_records stamped brand-new records, which count at once.
       redsync::acquire_result held;
       c[2].pause();
       REQUIRE(wait_until(
