@@ -371,9 +371,7 @@ void node_trust::on_look(const look& l) {
     }
     nd.blocked.clear();
     ++stamps_in_flight_;
-    // A record never used anywhere (brand_new) is stamped as verified since
-    // the node's time 0, so it needs no guard window either: its votes
-    // count at once (the argument is in node_trust.hpp, "Never used").
+    // Never used anywhere: verified since time 0, no window (node_trust.hpp).
     const std::int64_t since = brand_new ? 0 : nd.first_seen;
     auto call = std::make_shared<script_call>(
         make_script_call(record_stamp_script(), {record_of(i)},
