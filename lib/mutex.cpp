@@ -6,6 +6,9 @@
 
 #include <redsync/mutex.hpp>
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <future>
 #include <stdexcept>
 
@@ -15,8 +18,10 @@ using detail::op_kind;
 
 namespace {
 
-// Runs an operation and waits for it on the caller's thread.
-result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx) {
+// Runs an operation and waits for it on the caller's thread. `extend_to`:
+// an extension's TTL (zero: the expiry).
+result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx,
+                    std::chrono::milliseconds extend_to = {}) {
   if (st.eng.loop().on_loop_thread()) {
     result r;
     r.error = make_error_code(errc::would_deadlock);
@@ -39,22 +44,52 @@ result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx) {
   auto slot = std::make_shared<detail::handoff<result>>();
   auto g = std::make_shared<giver>();  // made in place: a moved-from temporary would answer
   g->slot = slot;
-  st.submit(kind, ctx, std::move(value), [g](result r) { g->slot->give(std::move(r)); });
+  st.submit(
+      kind, ctx, std::move(value), [g](result r) { g->slot->give(std::move(r)); }, extend_to);
   g.reset();
   return slot->take();
 }
 
-void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex::callback done) {
+void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex::callback done,
+               std::chrono::milliseconds extend_to = {}) {
   std::string value;
   if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
-  st.submit(kind, ctx, std::move(value), std::move(done));
+  st.submit(kind, ctx, std::move(value), std::move(done), extend_to);
 }
 
-std::future<result> run_future(detail::mutex_state& st, op_kind kind, const context& ctx) {
+std::future<result> run_future(detail::mutex_state& st, op_kind kind, const context& ctx,
+                               std::chrono::milliseconds extend_to = {}) {
   auto p = std::make_shared<std::promise<result>>();
   auto f = p->get_future();
-  run_async(st, kind, ctx, [p](result r) { p->set_value(std::move(r)); });
+  run_async(
+      st, kind, ctx, [p](result r) { p->set_value(std::move(r)); }, extend_to);
   return f;
+}
+
+// extend(duration): in (0, expiry], because the nodes' restart guard window
+// and the fencing counter's repair delay are at least the longest expiry in
+// use (node_trust.hpp), not the longest TTL: a key that outlived them could
+// be lost in a restart while a repaired node already votes for another
+// holder. With a watchdog, only the expiry: its schedule and its lost alarm
+// are planned for keys of that TTL.
+std::chrono::milliseconds checked_extension(const detail::mutex_state& st, std::chrono::milliseconds d) {
+  if (d.count() <= 0) {
+    throw config_error(fmt::format("Mutex::extend({} ms) on lock \"{}\": the duration must be positive",
+                                   d.count(), st.name));
+  }
+  if (d > st.opts.expiry) {
+    throw config_error(fmt::format(
+        "Mutex::extend({} ms) on lock \"{}\": longer than mutex_options.expiry ({} ms); the nodes' restart "
+        "guard covers keys up to the longest expiry in use, so make the mutex with a longer expiry instead",
+        d.count(), st.name, st.opts.expiry.count()));
+  }
+  if (st.opts.auto_extend && d != st.opts.expiry) {
+    throw config_error(fmt::format(
+        "Mutex::extend({} ms) on lock \"{}\": with mutex_options.auto_extend the watchdog extends by "
+        "the expiry ({} ms); an extension by another duration would upset its schedule",
+        d.count(), st.name, st.opts.expiry.count()));
+  }
+  return d;
 }
 
 }  // namespace
@@ -101,6 +136,10 @@ result Mutex::unlock(const context& ctx) {
 result Mutex::extend(const context& ctx) {
   return run_blocking(state(), op_kind::extend, ctx);
 }
+result Mutex::extend_by(std::chrono::milliseconds duration, const context& ctx) {
+  auto& st = state();
+  return run_blocking(st, op_kind::extend, ctx, checked_extension(st, duration));
+}
 result Mutex::valid(const context& ctx) {
   return run_blocking(state(), op_kind::check, ctx);
 }
@@ -139,6 +178,10 @@ void Mutex::unlock_async(const context& ctx, callback done) {
 void Mutex::extend_async(const context& ctx, callback done) {
   run_async(state(), op_kind::extend, ctx, std::move(done));
 }
+void Mutex::extend_by_async(std::chrono::milliseconds duration, const context& ctx, callback done) {
+  auto& st = state();
+  run_async(st, op_kind::extend, ctx, std::move(done), checked_extension(st, duration));
+}
 void Mutex::valid_async(const context& ctx, callback done) {
   run_async(state(), op_kind::check, ctx, std::move(done));
 }
@@ -153,6 +196,10 @@ std::future<result> Mutex::unlock_future(const context& ctx) {
 }
 std::future<result> Mutex::extend_future(const context& ctx) {
   return run_future(state(), op_kind::extend, ctx);
+}
+std::future<result> Mutex::extend_by_future(std::chrono::milliseconds duration, const context& ctx) {
+  auto& st = state();
+  return run_future(st, op_kind::extend, ctx, checked_extension(st, duration));
 }
 std::future<result> Mutex::valid_future(const context& ctx) {
   return run_future(state(), op_kind::check, ctx);
@@ -177,6 +224,14 @@ Mutex::clock::time_point Mutex::until() const {
   const auto& st = state();
   std::lock_guard lk(st.mu);
   return st.until;
+}
+
+std::chrono::milliseconds Mutex::remaining() const {
+  const auto& st = state();
+  std::lock_guard lk(st.mu);
+  const auto now = clock::now();
+  if (!st.held || st.lost.stop_requested() || now >= st.until) return std::chrono::milliseconds::zero();
+  return std::chrono::floor<std::chrono::milliseconds>(st.until - now);
 }
 
 bool Mutex::held() const {

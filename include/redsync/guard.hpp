@@ -24,9 +24,16 @@ namespace redsync {
 /// \endcode
 ///
 /// The destructor never throws; a failed release is in `mutex.last_result()`.
+///
+/// Unlike `std::lock_guard<std::mutex>`, the acquisition is bounded: by
+/// `ctx`, and by `mutex_options::tries` (32 tries 50-250 ms apart by
+/// default: about 5 s), after which the guard does not own the lock and
+/// `outcome()` says why (`std::lock_guard<redsync::Mutex>` throws
+/// `lock_error` then). To wait without a limit, make the mutex with
+/// `.tries = redsync::unlimited_tries` (the context still bounds the wait).
 class REDSYNC_API guard {
  public:
-  /// Calls `mutex.lock(ctx)`.
+  /// Calls `mutex.lock(ctx)`: up to `tries` attempts, within `ctx`.
   explicit guard(Mutex& mutex, const context& ctx = {});
   /// Releases if still owned.
   ~guard();
@@ -41,6 +48,9 @@ class REDSYNC_API guard {
 
   /// End of validity (steady clock); see `Mutex::until`.
   std::chrono::steady_clock::time_point until() const { return mutex_.until(); }
+  /// Validity left in whole milliseconds, zero once not held; see
+  /// `Mutex::remaining`.
+  std::chrono::milliseconds remaining() const { return mutex_.remaining(); }
   /// Fencing token of this acquisition.
   fencing_token token() const { return mutex_.token(); }
   /// True once the lock was lost under auto-extension.

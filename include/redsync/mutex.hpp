@@ -16,6 +16,8 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace redsync {
@@ -35,8 +37,11 @@ struct mutex_state;
 /// - without, `lock`/`try_lock`/`unlock`/`try_lock_for`/`try_lock_until`
 ///   follow the standard *Lockable*/*TimedLockable* requirements, so
 ///   `std::lock_guard`, `std::unique_lock` and `std::scoped_lock` work:
-///   `lock()` throws `lock_error` if it cannot acquire, `unlock()` never throws
-///   (a failed release is reported to `last_result()`).
+///   `lock()` throws `lock_error` if it cannot acquire within
+///   `mutex_options::tries` (about 5 s with the defaults) where `std::mutex`
+///   would block; make the mutex with `.tries = redsync::unlimited_tries` to
+///   wait without a limit. `unlock()` never throws (a failed release is
+///   reported to `last_result()`).
 ///
 /// Not reentrant: `lock` on a mutex that already holds the lock reports
 /// `errc::already_held` instead of acquiring twice.
@@ -69,7 +74,9 @@ class REDSYNC_API Mutex {
 
   // -- primary API: a context in, a result out ------------------------------
 
-  /// Acquires the lock: up to `tries` attempts separated by the retry delay.
+  /// Acquires the lock: up to `tries` attempts separated by the retry delay
+  /// (with `tries = redsync::unlimited_tries`, until it acquires or `ctx`
+  /// ends).
   /// Each attempt sends `SET name value NX PX expiry` to every node at once and
   /// succeeds when a quorum (N/2+1) agreed and `expiry - elapsed - drift > 0`;
   /// a failed attempt is released on every node before the next one.
@@ -95,22 +102,48 @@ class REDSYNC_API Mutex {
   /// loss was reported, even if this extension itself succeeded: its keys
   /// are then released).
   result extend(const context& ctx = {});
+  /// As `extend(ctx)`, but the keys' TTL on the nodes (PEXPIRE's argument)
+  /// is `duration` instead of `mutex_options::expiry` (node-redlock's
+  /// `extend(ms)`): on a quorum, `until()` = start + duration - drift, with
+  /// drift = duration * drift_factor + 2 ms. It may shorten the lock: from
+  /// the moment it is sent, whatever its outcome, `until()` is at most that
+  /// (a node that applied it keeps the key only that long).
+  /// `duration` must be in (0, expiry]: a longer one is refused, because
+  /// the nodes' restart guard window and fencing repair delay cover the
+  /// longest expiry in use, not longer keys. Also refused with
+  /// `auto_extend`, unless it equals the expiry (the watchdog extends by the
+  /// expiry). Refusals throw `config_error` naming the duration, before
+  /// anything is sent. A duration finer than milliseconds does not compile:
+  /// cast it (`std::chrono::ceil<std::chrono::milliseconds>(d)`).
+  template <class Rep, class Period>
+  result extend(const std::chrono::duration<Rep, Period>& duration, const context& ctx = {}) {
+    return extend_by(whole_ms(duration), ctx);
+  }
   /// Checks over the network that a quorum of nodes still hold our value.
   /// Errors: taken, expired, no_quorum, not_held.
   result valid(const context& ctx = {});
 
   // -- standard Lockable / TimedLockable ------------------------------------
 
-  /// Blocks until acquired; throws `lock_error` after `tries` failed attempts.
+  /// Blocks until acquired, or throws `lock_error` after `tries` failed
+  /// attempts: unlike `std::mutex::lock()`, with the defaults (32 tries,
+  /// 50-250 ms apart) it gives up after about 5 s, so `std::lock_guard` and
+  /// `std::scoped_lock` throw then. To block until acquired, make the mutex
+  /// with `.tries = redsync::unlimited_tries`; to bound the wait by time
+  /// instead, use `try_lock_for` (with `std::unique_lock`) or
+  /// `lock(context::timeout(d))`.
   void lock();
   /// One attempt; true if acquired.
   bool try_lock();
-  /// Keeps trying (up to `tries`) until `d` has passed; true if acquired.
+  /// Keeps trying until `d` has passed or `tries` attempts failed, whichever
+  /// comes first; true if acquired. With `tries = redsync::unlimited_tries`
+  /// only `d` bounds it, as for `std::timed_mutex`.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return try_lock_until(clock::now() + std::chrono::duration_cast<clock::duration>(d));
   }
-  /// Keeps trying (up to `tries`) until `t`; true if acquired.
+  /// Keeps trying (up to `tries`) until `t`; true if acquired. See
+  /// `try_lock_for`.
   bool try_lock_until(clock::time_point t);
   /// Releases; never throws. If the release fails, `last_result()` says why.
   void unlock() noexcept;
@@ -131,6 +164,12 @@ class REDSYNC_API Mutex {
   void unlock_async(const context& ctx, callback done);
   /// Asynchronous `extend(ctx)`.
   void extend_async(const context& ctx, callback done);
+  /// Asynchronous `extend(duration, ctx)`; a refused duration throws here,
+  /// on the caller's thread, and `done` never runs.
+  template <class Rep, class Period>
+  void extend_async(const std::chrono::duration<Rep, Period>& duration, const context& ctx, callback done) {
+    extend_by_async(whole_ms(duration), ctx, std::move(done));
+  }
   /// Asynchronous `valid(ctx)`.
   void valid_async(const context& ctx, callback done);
   /// `lock(ctx)` as a future.
@@ -141,6 +180,12 @@ class REDSYNC_API Mutex {
   std::future<result> unlock_future(const context& ctx = {});
   /// `extend(ctx)` as a future.
   std::future<result> extend_future(const context& ctx = {});
+  /// `extend(duration, ctx)` as a future; a refused duration throws here.
+  template <class Rep, class Period>
+  std::future<result> extend_future(const std::chrono::duration<Rep, Period>& duration,
+                                    const context& ctx = {}) {
+    return extend_by_future(whole_ms(duration), ctx);
+  }
   /// `valid(ctx)` as a future.
   std::future<result> valid_future(const context& ctx = {});
 
@@ -156,6 +201,10 @@ class REDSYNC_API Mutex {
   /// When the validity of the current acquisition ends (steady clock);
   /// `time_point{}` if never acquired.
   clock::time_point until() const;
+  /// The validity left, rounded down to whole milliseconds (`until()` minus
+  /// now, printable): zero when not `held()` (never acquired, released,
+  /// lost, or expired), and in the last millisecond of the validity.
+  std::chrono::milliseconds remaining() const;
   /// True if acquired, not let go by `unlock` (whatever its outcome), not
   /// lost, and `until()` is still in the future.
   bool held() const;
@@ -180,6 +229,17 @@ class REDSYNC_API Mutex {
  private:
   friend class Redsync;
   explicit Mutex(std::shared_ptr<detail::mutex_state> state);
+  // Durations the extension takes: whole milliseconds, no silent rounding.
+  template <class Rep, class Period>
+  static std::chrono::milliseconds whole_ms(const std::chrono::duration<Rep, Period>& d) {
+    static_assert(std::is_convertible_v<std::chrono::duration<Rep, Period>, std::chrono::milliseconds>,
+                  "redsync::Mutex::extend takes whole milliseconds: cast a finer or floating-point duration "
+                  "(std::chrono::ceil<std::chrono::milliseconds>(d))");
+    return d;
+  }
+  result extend_by(std::chrono::milliseconds duration, const context& ctx);
+  void extend_by_async(std::chrono::milliseconds duration, const context& ctx, callback done);
+  std::future<result> extend_by_future(std::chrono::milliseconds duration, const context& ctx);
   // The state, or std::logic_error for a moved-from Mutex.
   detail::mutex_state& state() const;
   std::shared_ptr<detail::mutex_state> state_;

@@ -9,6 +9,7 @@
 #include <redsync/error.hpp>
 #include <redsync/export.hpp>
 #include <redsync/observer.hpp>
+#include <redsync/retries.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -28,6 +29,10 @@ namespace redsync {
 /// `Redsync` is constructed; a path that cannot be read, or a key that does
 /// not match its certificate, throws `config_error` naming the field and the
 /// path. The TLS handshake counts against `redsync_options::connect_timeout`.
+///
+/// Field order (designated initializers must follow it): `enabled`,
+/// `ca_file`, `ca_dir`, `cert_file`, `key_file`, `server_name`,
+/// `insecure_skip_verify`.
 struct tls_options {
   /// Talk TLS to the node. Default false (plain TCP); `rediss://` URIs set it.
   bool enabled = false;
@@ -57,6 +62,9 @@ struct tls_options {
 };
 
 /// How to reach one Redis master.
+///
+/// Field order (designated initializers must follow it): `host`, `port`,
+/// `unix_path`, `username`, `password`, `db`, `tls`.
 struct REDSYNC_API node_options {
   /// TCP host name or address. Default "127.0.0.1". Ignored with `unix_path`.
   std::string host = "127.0.0.1";
@@ -116,7 +124,12 @@ enum class script_mode {
   functions,
 };
 
-/// How a `Redsync` talks to its nodes.
+/// How a `Redsync` talks to its nodes. Every option: docs/options.md.
+///
+/// Field order (designated initializers must follow it): `pool_size`,
+/// `connect_timeout`, `reconnect_backoff_min`, `reconnect_backoff_max`,
+/// `loop`, `restart_guard`, `restart_guard_window`, `shutdown_timeout`,
+/// `script_mode`, `observer`, `log`.
 struct redsync_options {
   /// Connections per node, >= 1. Default 1: commands are pipelined, so one
   /// connection carries many concurrent calls. Calls on the same lock name
@@ -183,15 +196,34 @@ struct redsync_options {
 // such as `{.expiry = 10s}` compile cleanly under -Wextra -Werror.
 
 /// How a `Mutex` acquires, extends and releases. Defaults match go-redsync v4.
+/// Every option, its type, default and meaning: docs/options.md.
+///
+/// Designated initializers must name the fields in the order they are
+/// declared here (GCC refuses any other order, Clang warns):
+/// `expiry`, `tries`, `retry_delay`, `drift_factor`, `timeout_factor`,
+/// `value_generator`, `value`, `fail_fast`, `shuffle_nodes`,
+/// `set_nx_on_extend`, `durable_replicas`, `durable_wait_timeout`,
+/// `auto_extend`, `auto_extend_interval`, `max_hold`, `max_extensions`,
+/// `on_lost`.
+///
+/// \code
+/// auto m = rs.new_mutex("orders:42", {.expiry = 10s, .tries = 5, .retry_delay = 100ms});
+/// \endcode
 struct mutex_options {
   /// Lock lifetime on each node (the PX of SET). Default 8 s. Must exceed
   /// drift + per-node command timeout.
   std::chrono::milliseconds expiry = std::chrono::seconds{8};
-  /// Acquisition attempts made by `lock`, >= 1. Default 32. `try_lock` makes 1.
+  /// Acquisition tries made by `lock`, >= 1. Default 32 (with the default
+  /// delay, about 5 s in all; then `lock()` throws `lock_error`).
+  /// `redsync::unlimited_tries`: `lock` waits until it acquires, or its
+  /// context ends it. `try_lock` makes 1.
   int tries = 32;
-  /// Delay before attempt `try_number + 1` (try_number counts from 1). Default
-  /// (empty): uniformly random in [50 ms, 250 ms).
-  std::function<std::chrono::milliseconds(int try_number)> retry_delay{};
+  /// Delay before try `try_number + 1` (try_number counts from 1): a
+  /// duration (`100ms`, the same before every try, in [0, 24 h]) or a
+  /// callable `int try_number -> std::chrono::milliseconds`
+  /// (`retry_delay_option`, retries.hpp). Default: uniformly random in
+  /// [50 ms, 250 ms).
+  retry_delay_option retry_delay{};
   /// Clock drift allowance: drift = expiry * drift_factor + 2 ms. In [0, 1).
   /// Default 0.01.
   double drift_factor = 0.01;

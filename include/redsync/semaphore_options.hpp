@@ -5,6 +5,7 @@
 /// extends and releases its permits.
 
 #include <redsync/error.hpp>
+#include <redsync/retries.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -12,18 +13,28 @@
 
 namespace redsync {
 
-/// How a `Semaphore` acquires, extends and releases its permits.
+/// How a `Semaphore` acquires, extends and releases its permits. Every
+/// option, its type, default and meaning: docs/options.md.
+///
+/// Designated initializers must name the fields in the order they are
+/// declared here (GCC refuses any other order, Clang warns):
+/// `expiry`, `tries`, `retry_delay`, `drift_factor`, `timeout_factor`,
+/// `quorum`, `auto_extend`, `auto_extend_interval`, `max_hold`,
+/// `max_extensions`, `on_lost`.
 struct semaphore_options {
   /// Permit lifetime on each node. Default 8 s. Must exceed drift + per-node
   /// command timeout.
   std::chrono::milliseconds expiry = std::chrono::seconds{8};
-  /// Acquisition attempts made by `acquire`, >= 1. Default 32. A try is
+  /// Acquisition tries made by `acquire`, >= 1. Default 32. A try is
   /// counted once per retry delay: attempts made early on a wake-up are free.
-  /// `try_acquire` makes 1.
+  /// `redsync::unlimited_tries`: `acquire` waits until it gets a permit, or
+  /// its context ends it. `try_acquire` makes 1.
   int tries = 32;
-  /// Delay before attempt `try_number + 1` (from 1). Default (empty):
-  /// uniformly random in [50 ms, 250 ms).
-  std::function<std::chrono::milliseconds(int try_number)> retry_delay{};
+  /// Delay before try `try_number + 1` (from 1): a duration (`100ms`, in
+  /// [0, 24 h]) or a callable `int try_number -> std::chrono::milliseconds`
+  /// (`retry_delay_option`, retries.hpp). Default: uniformly random in
+  /// [50 ms, 250 ms).
+  retry_delay_option retry_delay{};
   /// drift = expiry * drift_factor + 2 ms. In [0, 1). Default 0.01.
   double drift_factor = 0.01;
   /// Per-node command timeout = expiry * timeout_factor. In (0, 1). Default 0.05.

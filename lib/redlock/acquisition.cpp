@@ -108,7 +108,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
   void attempt() {
     const auto now = clock::now();
     if (attempts_ == 0 || now >= try_due_) {
-      ++attempts_;
+      // With unlimited_tries (the largest int) the count stops one short
+      // of it: it never overflows, and the tries never run out.
+      if (attempts_ < unlimited_tries - 1) ++attempts_;
       retry_delay_ = milliseconds::zero();
       if (attempts_ < max_tries_)
         retry_delay_ =

@@ -7,6 +7,9 @@
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace redsync::detail {
 
 namespace {
@@ -105,12 +108,17 @@ class release_operation final : public mutex_operation {
 // then act (PEXPIRE) or only report.
 class holder_round final : public mutex_operation {
  public:
-  holder_round(std::shared_ptr<mutex_state> st, op_kind kind, context ctx, std::function<void(result)> done)
+  holder_round(std::shared_ptr<mutex_state> st, op_kind kind, context ctx, std::function<void(result)> done,
+               std::chrono::milliseconds duration)
       : mutex_operation(std::move(st), std::move(ctx), std::move(done), kind != op_kind::auto_extend),
-        kind_(kind) {}
+        kind_(kind),
+        duration_(duration > std::chrono::milliseconds::zero() ? duration : st_->opts.expiry),
+        drift_(duration_ == st_->opts.expiry ? st_->drift : drift(duration_, st_->opts.drift_factor)) {}
 
  private:
   bool extends() const noexcept { return kind_ != op_kind::check; }
+  // extend(duration) with a duration other than the expiry.
+  bool own_duration() const noexcept { return duration_ != st_->opts.expiry; }
 
   void start() override {
     // The watchdog stopped (a release is on its way): no late extension.
@@ -127,6 +135,12 @@ class holder_round final : public mutex_operation {
                       {st_->value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"}, false);
       }
     }
+    const script_call own_call = extends() && own_duration()
+                                     ? st_->call(extend_script(), &lock_keys::keys,
+                                                 {st_->value_snapshot(), std::to_string(duration_.count()),
+                                                  st_->opts.set_nx_on_extend ? "1" : "0"},
+                                                 false)
+                                     : script_call{};
     round_spec spec;
     if (extends()) {
       // An extension with set_nx_on_extend may SET: no fallback once the
@@ -134,7 +148,7 @@ class holder_round final : public mutex_operation {
       // member its yes needs the failover check (mutex_rounds.hpp).
       spec = mutex_round_without_sender(*st_, classify_three_way);
       spec.send =
-          failover_checked_sender(*st_, st_->extend_call, classify_three_way,
+          failover_checked_sender(*st_, own_duration() ? own_call : st_->extend_call, classify_three_way,
                                   [self = shared_from_this(), this] { return in_round_ && !finished(); });
     } else {
       spec = mutex_round(*st_, st_->call(check_script(), &lock_keys::keys, {st_->value_snapshot()}, false),
@@ -142,6 +156,15 @@ class holder_round final : public mutex_operation {
     }
     attempts_ = 1;
     started_round_at_ = clock::now();
+    // A shorter TTL than the one the keys have: every node that applies it
+    // keeps the key only until about start + duration, whatever this
+    // round's outcome (a failed or abandoned round may still have reached
+    // some of the quorum the old validity rests on), so the validity is cut
+    // to that before anything is sent. A longer one changes nothing here.
+    if (extends() && own_duration()) {
+      std::lock_guard lk(st_->mu);
+      st_->until = std::min(st_->until, started_round_at_ + duration_ - drift_);
+    }
     in_round_ = true;
     run_round(eng_, std::move(spec), [self = shared_from_this(), this](tally&& t) {
       in_round_ = false;
@@ -163,13 +186,12 @@ class holder_round final : public mutex_operation {
     if (!extends()) return finish({});
     // The new validity, as for an acquisition, from this round's start.
     const auto elapsed = duration_cast<microseconds>(clock::now() - started_round_at_);
-    if (validity(st_->opts.expiry, elapsed, st_->drift) <= microseconds::zero())
-      return finish(errc::validity_elapsed);
+    if (validity(duration_, elapsed, drift_) <= microseconds::zero()) return finish(errc::validity_elapsed);
     bool lost = false;
     {
       std::lock_guard lk(st_->mu);
       lost = st_->lost.stop_requested();
-      if (!lost) st_->until = started_round_at_ + st_->opts.expiry - st_->drift;
+      if (!lost) st_->until = started_round_at_ + duration_ - drift_;
     }
     // The loss was reported while this extension was in flight (the watchdog
     // does not wait for it past until - margin). The holder has been told to
@@ -190,6 +212,10 @@ class holder_round final : public mutex_operation {
   }
 
   const op_kind kind_;
+  // The TTL this extension sets (the expiry, or extend(duration)'s), and
+  // the drift allowance over it: the validity is duration - elapsed - drift.
+  const std::chrono::milliseconds duration_;
+  const microseconds drift_;
   clock::time_point started_round_at_{};
 };
 
@@ -201,14 +227,16 @@ std::shared_ptr<mutex_operation> make_release(std::shared_ptr<mutex_state> st, c
 }
 
 std::shared_ptr<mutex_operation> make_extension(std::shared_ptr<mutex_state> st, bool automatic, context ctx,
-                                                std::function<void(result)> done) {
+                                                std::function<void(result)> done,
+                                                std::chrono::milliseconds duration) {
   return std::make_shared<holder_round>(std::move(st), automatic ? op_kind::auto_extend : op_kind::extend,
-                                        std::move(ctx), std::move(done));
+                                        std::move(ctx), std::move(done), duration);
 }
 
 std::shared_ptr<mutex_operation> make_check(std::shared_ptr<mutex_state> st, context ctx,
                                             std::function<void(result)> done) {
-  return std::make_shared<holder_round>(std::move(st), op_kind::check, std::move(ctx), std::move(done));
+  return std::make_shared<holder_round>(std::move(st), op_kind::check, std::move(ctx), std::move(done),
+                                        std::chrono::milliseconds::zero());
 }
 
 }  // namespace redsync::detail

@@ -6,6 +6,7 @@
 
 #include "redlock/mutex_operation.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -15,9 +16,11 @@ std::shared_ptr<mutex_operation> make_release(std::shared_ptr<mutex_state> st, c
                                               std::function<void(result)> done);
 
 // `automatic`: the watchdog's extension (refused once it stopped; its outcome
-// is not the mutex's last_result()).
+// is not the mutex's last_result()). `duration`: the TTL it sets, in
+// (0, expiry]; zero means the expiry.
 std::shared_ptr<mutex_operation> make_extension(std::shared_ptr<mutex_state> st, bool automatic, context ctx,
-                                                std::function<void(result)> done);
+                                                std::function<void(result)> done,
+                                                std::chrono::milliseconds duration = {});
 
 std::shared_ptr<mutex_operation> make_check(std::shared_ptr<mutex_state> st, context ctx,
                                             std::function<void(result)> done);

@@ -129,7 +129,7 @@ void mutex_state::mark_lost(const result& why) {
 }
 
 void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,
-                         std::function<void(result)> done) {
+                         std::function<void(result)> done, std::chrono::milliseconds extend_to) {
   const bool unanswered = !done;
   auto self = shared_from_this();
   std::shared_ptr<mutex_operation> op;
@@ -142,7 +142,7 @@ void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for
     case op_kind::release: op = make_release(self, ctx, std::move(done)); break;
     case op_kind::extend:
     case op_kind::auto_extend:
-      op = make_extension(self, kind == op_kind::auto_extend, ctx, std::move(done));
+      op = make_extension(self, kind == op_kind::auto_extend, ctx, std::move(done), extend_to);
       break;
     case op_kind::check: op = make_check(self, ctx, std::move(done)); break;
   }

@@ -114,10 +114,12 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   void mark_lost(const result& why) override;
 
   // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
-  // is the value an acquisition will use. Without `done` (a destructor's
-  // release) see bounded_operation::submit_unanswered.
+  // is the value an acquisition will use; `extend_to` the TTL an extension
+  // sets (zero: the expiry; checked by the caller, Mutex::extend_by). Without
+  // `done` (a destructor's release) see bounded_operation::submit_unanswered.
   void submit(op_kind kind, const context& ctx, std::string value_for_acquire,
-              std::function<void(result)> done);
+              std::function<void(result)> done,
+              std::chrono::milliseconds extend_to = std::chrono::milliseconds::zero());
 };
 
 }  // namespace redsync::detail

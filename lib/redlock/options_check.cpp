@@ -106,6 +106,22 @@ void check_timing(std::string_view what, std::chrono::milliseconds expiry, int t
   }
 }
 
+// A fixed delay is checked here; a function's results are the caller's
+// (a negative one counts as 0). The bound keeps `now + delay` far from the
+// steady clock's overflow.
+void check_retry_delay(std::string_view what, const retry_delay_option& delay) {
+  if (!delay.is_fixed()) return;
+  const double ms = delay.fixed_milliseconds();
+  // Written so that NaN fails: every comparison with NaN is false.
+  if (!(ms >= 0.0)) {
+    fail("{}.retry_delay = {} ms: must not be negative", what, ms);
+  }
+  if (!(ms <= static_cast<double>(retry_delay_option::longest_fixed.count()))) {
+    fail("{}.retry_delay = {} ms: must be at most {} ms (24 h)", what, ms,
+         retry_delay_option::longest_fixed.count());
+  }
+}
+
 // An attempt may wait the full per-node timeout before counting votes;
 // if that plus the drift already uses up the expiry, validity can never be
 // positive and every acquisition would fail.
@@ -213,6 +229,7 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
     fail("mutex name = \"\": must not be empty");
   }
   check_timing("mutex_options", options.expiry, options.tries, options.drift_factor, options.timeout_factor);
+  check_retry_delay("mutex_options", options.retry_delay);
   if (options.value) {
     if (options.value->empty()) {
       fail("mutex_options.value = \"\": must not be empty");
@@ -238,6 +255,7 @@ void check_semaphore_options(std::string_view name, const semaphore_options& opt
   }
   check_timing("semaphore_options", options.expiry, options.tries, options.drift_factor,
                options.timeout_factor);
+  check_retry_delay("semaphore_options", options.retry_delay);
   check_auto_extension("semaphore_options", options.expiry, options.auto_extend_interval, options.max_hold,
                        options.max_extensions);
   check_expiry_room("semaphore_options", options.expiry, options.drift_factor, options.timeout_factor);

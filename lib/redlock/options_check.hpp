@@ -20,7 +20,8 @@ void check_node_options(const node_options& node);
 /// script_mode one of the enum's values.
 void check_redsync_options(const redsync_options& options);
 
-/// Non-empty name; expiry in (0, max_expiry]; tries >= 1; drift_factor in
+/// Non-empty name; expiry in (0, max_expiry]; tries >= 1; a fixed
+/// retry_delay in [0, 24 h]; drift_factor in
 /// [0, 1); timeout_factor in (0, 1); a fixed value non-empty and not combined
 /// with value_generator; auto_extend_interval in [0, expiry), max_hold and
 /// max_extensions not negative; and expiry > drift + per-node command timeout,
@@ -30,7 +31,7 @@ void check_redsync_options(const redsync_options& options);
 /// which needs a per-node timeout of at least 2 ms).
 void check_mutex_options(std::string_view name, const mutex_options& options);
 
-/// Non-empty name; expiry, tries, drift_factor, timeout_factor and the
+/// Non-empty name; expiry, tries, retry_delay, drift_factor, timeout_factor and the
 /// auto-extension fields as for a mutex. (The permits and the quorum: checked_semaphore_quorum.)
 void check_semaphore_options(std::string_view name, const semaphore_options& options);
 

@@ -106,7 +106,9 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   void attempt(bool counted = true) {
     const auto now = clock::now();
     if (counted && (attempts_ == 0 || now >= try_due_)) {
-      ++attempts_;
+      // With unlimited_tries (the largest int) the count stops one short
+      // of it: it never overflows, and the tries never run out.
+      if (attempts_ < unlimited_tries - 1) ++attempts_;
       switched_slot_ = false;
       milliseconds delay{0};
       if (attempts_ < max_tries_) {
