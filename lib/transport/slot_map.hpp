@@ -21,13 +21,14 @@ struct cluster_master {
   int port = 0;
   std::string id;  // node id; empty when CLUSTER SLOTS did not say
   std::vector<std::pair<std::uint16_t, std::uint16_t>> slots;  // ranges it serves, inclusive
-  // Its replicas that have not failed (CLUSTER SHARDS: health online or
-  // loading; "loading" is also what a node says of a replica whose offset
-  // it has not heard yet, right after it joined) or that are listed
+  // Its replicas whose health is online (CLUSTER SHARDS) or that are listed
   // (CLUSTER SLOTS); -1 when unknown: a master a MOVED named that the last
   // map read did not list as one. The failover check waits for them
-  // (durable_wait.hpp); a replica still loading cannot acknowledge, so its
-  // master's slots do not vote until it has synchronised.
+  // (durable_wait.hpp). Not "loading": a node says that of a replica that
+  // died in a one-master cluster (no other master can mark it failed, so it
+  // would be counted for ever and the member never vote again), as well as
+  // of a replica whose offset it has not heard yet right after it joined,
+  // which the next map read (at most 5 s later while commands flow) counts.
   int replicas = -1;
 };
 

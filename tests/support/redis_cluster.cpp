@@ -136,6 +136,35 @@ void redis_cluster::form(const cluster_config& cfg) {
                    std::chrono::duration_cast<std::chrono::milliseconds>(form_bound));
     if (!up) throw std::runtime_error("redis_cluster: replica " + servers_[i]->address() + " never synced");
   }
+  // Every node's CLUSTER SHARDS calls every replica "online" (a node says
+  // "loading" of a replica until gossip told it its offset): a client's
+  // first map then counts every replica, as the failover check needs
+  // (lib/redlock/durable_wait.hpp).
+  const std::size_t replicas = servers_.size() - cfg.masters;
+  auto online_replicas = [&](redis_client& c) {
+    std::size_t n = 0;
+    for (const auto& shard : c.command({"CLUSTER", "SHARDS"}).elements) {
+      for (std::size_t f = 0; f + 1 < shard.elements.size(); f += 2) {
+        if (shard.elements[f].str != "nodes") continue;
+        for (const auto& node : shard.elements[f + 1].elements) {
+          std::string role, health;
+          for (std::size_t g = 0; g + 1 < node.elements.size(); g += 2) {
+            if (node.elements[g].str == "role") role = node.elements[g + 1].str;
+            if (node.elements[g].str == "health") health = node.elements[g + 1].str;
+          }
+          n += role == "replica" && health == "online" ? 1 : 0;
+        }
+      }
+    }
+    return n;
+  };
+  for (std::size_t i = 0; i < servers_.size() && replicas > 0; ++i) {
+    const bool online = wait_until([&] { return online_replicas(*clients[i]) == replicas; },
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(form_bound));
+    if (!online)
+      throw std::runtime_error("redis_cluster: " + servers_[i]->address() +
+                               " never saw every replica online");
+  }
 }
 
 std::string redis_cluster::uri() const {

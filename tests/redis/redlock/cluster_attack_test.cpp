@@ -278,26 +278,28 @@ TEST_CASE(
 
 // Was a hole (two holders; the review's schedule, issue 32): B holds N with
 // auto-extension over three members. The masters of N's slot on members 1
-// and 2 are paused past B's expiry and their replicas take over; B keeps
-// extending through the promoted masters. A, whose maps still name the
-// paused masters, sends its lock, and 0.3 s later both old masters resume:
-// they run A's script before they hear of their demotion, and B's key on
-// them has expired. Before the failover check, both votes counted (the
-// records still name them) and A held N while B did. Now a cluster member's
-// yes counts only when every replica its map lists for the shard
-// acknowledged the script (durable_wait.hpp): the old masters' replicas
-// were promoted, so nobody acknowledges there.
+// and 2 are paused past node-timeout and past B's expiry, and the clusters
+// promote their replicas; B keeps extending through the promoted masters.
+// A, whose maps still name the paused masters, sends its lock, and 0.3 s
+// later both old masters resume: they run A's script before they hear of
+// their demotion (which reaches them on cluster-bus links they have yet to
+// accept), and B's key on them has expired. Before the failover check, both
+// votes counted (the records still name them) and A held N while B did.
+// Now a cluster member's yes counts only when every replica its map lists
+// online for the shard acknowledged the script (durable_wait.hpp): the old
+// masters' replicas were promoted, so nobody acknowledges there.
 TEST_CASE(
     "paused masters replaced on two members of three and resumed under a stale client's lock do not "
     "give it a name another client holds" *
-    doctest::timeout(120)) {
+    doctest::timeout(180)) {
   std::vector<std::unique_ptr<redis_cluster>> members;
   std::vector<std::string> uris;
   for (int k = 0; k < 3; ++k) {
-    members.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 1, .replicas = 1}));
+    members.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 3, .replicas = 1}));
     uris.push_back(members.back()->uri());
   }
   const std::string name = unique_name("attack-stale-votes");
+  const std::uint16_t slot = cluster_name_slot(name);
   redsync::Redsync b(uris, short_guard());
   auto mb = b.new_mutex(name, {.expiry = 3s, .tries = 1});
   REQUIRE(all_vote(mb));
@@ -310,19 +312,18 @@ TEST_CASE(
   auto mb_held = b.new_mutex(name, {.expiry = 3s, .tries = 100, .auto_extend = true});
   auto rb = mb_held.lock(redsync::context::timeout(20s));
   REQUIRE_MESSAGE(rb.ok(), rb.describe());
-  // The replicas take over once they dropped their cluster-bus links to the
-  // silent masters (after half the node-timeout of 1 s): as after an
-  // automatic failover, the promotion then reaches each old master only on
-  // a link it has yet to accept when it resumes, after what waits on the
-  // connections it had.
-  for (int k = 0; k < 2; ++k) (*members[k])[0].pause();
-  std::this_thread::sleep_for(1500ms);
+  std::size_t paused[2] = {0, 0};
   for (int k = 0; k < 2; ++k) {
-    redis_client promoted((*members[k])[1]);
-    REQUIRE(promoted.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).str == "OK");
+    paused[k] = members[k]->owner(slot);
+    (*members[k])[paused[k]].pause();
   }
-  for (int k = 0; k < 2; ++k)
-    REQUIRE(wait_until([&] { return settled(*members[k], 1, "master", 0, 1); }, cluster_settles_within));
+  // The clusters mark the silent masters failed (node-timeout 1 s) and
+  // elect their replicas.
+  for (int k = 0; k < 2; ++k) {
+    const std::size_t replica = paused[k] + 3;
+    REQUIRE(wait_until([&] { return settled(*members[k], replica, "master", slot, replica); },
+                       cluster_settles_within));
+  }
   // The pause outlasts B's expiry, so the old masters' copies of B's key
   // have expired when they resume; B must still hold through the others.
   std::this_thread::sleep_for(3500ms);
@@ -330,7 +331,7 @@ TEST_CASE(
 
   auto ra = std::async(std::launch::async, [&] { return ma.try_lock(redsync::context::timeout(10s)); });
   std::this_thread::sleep_for(300ms);
-  for (int k = 0; k < 2; ++k) (*members[k])[0].resume();
+  for (int k = 0; k < 2; ++k) (*members[k])[paused[k]].resume();
   auto got = ra.get();
   const bool b_still_holds = mb_held.held();
   CHECK_MESSAGE(!(got.ok() && b_still_holds), "A got the name B holds: ", got.describe());

@@ -69,7 +69,6 @@ inline bool owned_by(redis_cluster& cl, std::uint16_t slot, std::size_t owner) {
 
 }  // namespace failover_review
 
-
 TEST_SUITE_BEGIN("cluster");
 
 // HOLE (two holders). The failover check proves that the server which ran
@@ -93,11 +92,11 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
           doctest::may_fail() * doctest::timeout(60)) {
   std::vector<std::unique_ptr<redis_cluster>> members;
   for (int k = 0; k < 2; ++k)
-    members.push_back(std::make_unique<redis_cluster>(cluster_config{
-        .masters = 3,
-        .replicas = 1,
-        .server = {.extra_args = {"--cluster-require-full-coverage", "no", "--cluster-replica-no-failover",
-                                  "yes"}}}));
+    members.push_back(std::make_unique<redis_cluster>(
+        cluster_config{.masters = 3,
+                       .replicas = 1,
+                       .server = {.extra_args = {"--cluster-require-full-coverage", "no",
+                                                 "--cluster-replica-no-failover", "yes"}}}));
   redsync::test::cluster standalone(1);
   const std::vector<std::string> uris{members[0]->uri(), members[1]->uri(), standalone[0].uri()};
   const std::string name = unique_name("review-setslot");
@@ -121,8 +120,9 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
   std::this_thread::sleep_for(1500ms);  // the bus links to the silent masters drop
   for (std::size_t k = 0; k < 2; ++k) {
     redis_client x((*members[k])[new_owner[k]]);
-    REQUIRE(x.command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", members[k]->id(new_owner[k])}).str ==
-            "OK");
+    REQUIRE(
+        x.command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", members[k]->id(new_owner[k])}).str ==
+        "OK");
     (void)x.command({"CLUSTER", "BUMPEPOCH"});
   }
   for (std::size_t k = 0; k < 2; ++k)
@@ -143,10 +143,8 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
   auto got_a = ra.get();
   MESSAGE("A: ", got_a.describe());
   // B waits for the name, retrying every 50 ms.
-  auto mb_waiting = b.new_mutex(name, {.expiry = 4s,
-                                       .tries = 100000,
-                                       .retry_delay = [](int) { return 50ms; },
-                                       .timeout_factor = 0.25});
+  auto mb_waiting = b.new_mutex(
+      name, {.expiry = 4s, .tries = 100000, .retry_delay = [](int) { return 50ms; }, .timeout_factor = 0.25});
   auto got_b = mb_waiting.lock(redsync::context::timeout(15s));
   const bool a_holds = got_a.ok() && ma.held();
   MESSAGE("B: ", got_b.describe());
@@ -162,8 +160,9 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
 // the cluster marks it failed (cluster-node-timeout, 1 s here, then the
 // other masters' gossip) and a refusal makes the router read the map
 // again; then the member votes with r = 0.
-TEST_CASE("a killed replica of a 3-shard member: the member votes again soon after the cluster marks it failed" *
-          doctest::timeout(60)) {
+TEST_CASE(
+    "a killed replica of a 3-shard member: the member votes again soon after the cluster marks it failed" *
+    doctest::timeout(60)) {
   redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
   const std::string name = unique_name("review-replica-killed");
   redsync::Redsync a(std::vector<std::string>{cl.uri()}, failover_review::short_guard());
@@ -189,8 +188,8 @@ TEST_CASE("a killed replica of a 3-shard member: the member votes again soon aft
 // master serves every slot. Possible fixes: count a replica flagged PFAIL
 // (CLUSTER NODES "fail?") for longer than a bound as gone, or end the refusal
 // after a bound and report why the member does not vote.
-TEST_CASE("a killed replica of a one-shard member does not keep the member from voting" * doctest::may_fail() *
-          doctest::timeout(60)) {
+TEST_CASE("a killed replica of a one-shard member does not keep the member from voting" *
+          doctest::may_fail() * doctest::timeout(60)) {
   redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
   redsync::Redsync a(std::vector<std::string>{cl.uri()}, failover_review::short_guard());
   auto ma = a.new_mutex(unique_name("review-replica-killed-1shard"), {.expiry = 2s, .tries = 1});
@@ -223,7 +222,8 @@ TEST_CASE("a replica whose replication link is down for good does not keep its m
     REQUIRE(replica.command({"CONFIG", "SET", "masteruser", "nobody"}).str == "OK");
     REQUIRE(replica.command({"CONFIG", "SET", "masterauth", "wrong"}).str == "OK");
     (void)replica.command({"CLIENT", "KILL", "TYPE", "master"});
-    REQUIRE(wait_until([&] { return replica.info_field("replication", "master_link_status") == "down"; }, 5s));
+    REQUIRE(
+        wait_until([&] { return replica.info_field("replication", "master_link_status") == "down"; }, 5s));
   }
   // Well past the node-timeout (1 s) and the map's 5 s age.
   const bool votes = failover_review::all_vote(ma, 10s);
