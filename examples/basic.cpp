@@ -1,8 +1,8 @@
 // The README's usage example: lock a name on the testbed's nodes
-// (scripts/testbed up), do the work, unlock. The README lists the five
-// default nodes; here they come from the arguments, REDSYNC_NODES or
-// REDSYNC_TESTBED_PORT (examples/nodes.hpp), so the example also runs against
-// a testbed on other ports.
+// (scripts/testbed up), do the work, unlock. The README reads the nodes with
+// redsync::members_from_env(); here they come from the arguments,
+// REDSYNC_NODES or REDSYNC_TESTBED_PORT (examples/nodes.hpp), so the example
+// also runs without REDSYNC_NODES against a testbed on other ports.
 #include <iostream>
 #include <redsync/redsync.hpp>
 

@@ -1,8 +1,9 @@
-// The code examples of the public headers' comments and of the README,
-// compiled (issue 22 §5: an example that called `r.error()`, a data member,
-// did not). Nothing here talks to a node: the functions are only compiled,
-// and named in the test case so none goes unused. An example that changes
-// in its header or in the README must change here too.
+// The code examples of the public headers' comments, of the README and of
+// the docs/ pages, compiled (issue 22 §5: an example that called
+// `r.error()`, a data member, did not). Nothing here talks to a node: the
+// functions are only compiled, and named in the test case so none goes
+// unused. Each is headed by where it is copied from (file and section); an
+// example that changes or moves there must change here too.
 
 #include <redsync/fmt.hpp>
 #include <redsync/redsync.hpp>
@@ -85,7 +86,24 @@ void redsync_example() {
   }
 }
 
-// README, "Errors: results, not exceptions"
+// README, "Usage" (its main, as a function; examples/basic.cpp is the same
+// program reading the nodes through examples/nodes.hpp).
+int readme_usage() try {
+  redsync::Redsync rs(redsync::members_from_env());  // REDSYNC_NODES=redis://127.0.0.1:7001,...
+  redsync::Mutex mutex = rs.new_mutex("example:basic", {.expiry = 10s});
+  if (auto r = mutex.lock(redsync::context::timeout(5s)); !r) {
+    std::cerr << "lock failed: " << r.describe() << "\n";  // why, node by node
+    return 1;
+  }
+  // ... work that must never run twice at once; pass mutex.token() to the resource ...
+  if (auto r = mutex.unlock(redsync::context::timeout(2s)); !r) std::cerr << r.describe() << "\n";
+  return 0;
+} catch (const redsync::config_error& e) {  // REDSYNC_NODES unset, or a bad URI in it
+  std::cerr << e.what() << "\n";
+  return 1;
+}
+
+// README, "The API at a glance", results, not exceptions
 void readme_errors(redsync::Mutex& m) {
   using redsync::node_status;
   auto r = m.lock(redsync::context::timeout(2s));
@@ -97,7 +115,7 @@ void readme_errors(redsync::Mutex& m) {
   }
 }
 
-// README, "API": the lines that are C++ as written.
+// README, "The API at a glance": the lines that are C++ as written.
 void readme_api(redsync::Redsync& rs, std::stop_source& stop) {
   redsync::Redsync rs2({"redis://a:6379", "redis://b:6379", "redis://c:6379"});
   redsync::Mutex m = rs.new_mutex("name", {.expiry = 8s});
@@ -117,6 +135,8 @@ void readme_api(redsync::Redsync& rs, std::stop_source& stop) {
   m.lock_async(ctx, [](redsync::result) {});
   auto f = m.lock_future(ctx);
   (void)m.try_lock_for(1s);
+  (void)m.extend(5s, ctx);
+  (void)m.remaining();
   m.name();
   m.names();
   m.value();
@@ -137,7 +157,7 @@ void readme_cluster_members() {
   (void)m;
 }
 
-// README, "Observing the library"
+// docs/observability.md, the example at its top
 void readme_observer(const std::vector<std::string>& uris) {
   struct my_observer : redsync::observer {
     void on_acquire(const redsync::acquire_event& e) override { std::cout << e.token; }
@@ -158,7 +178,7 @@ void readme_observer(const std::vector<std::string>& uris) {
 
 }  // namespace
 
-// README, "Counting semaphores"
+// docs/api.md, "Counting semaphores"
 void readme_semaphore(redsync::Redsync& rs, const std::string& data) {
   auto sem = rs.new_semaphore("jobs", 4, {.expiry = 10s});
   if (auto r = sem.acquire(redsync::context::timeout(5s)); r) {
@@ -169,7 +189,7 @@ void readme_semaphore(redsync::Redsync& rs, const std::string& data) {
   }
 }
 
-// README, "Counting semaphores", holding a permit safely
+// docs/api.md, "Counting semaphores", holding a permit safely
 struct cancellable_worker {
   void cancel() {}
 } worker;
@@ -183,7 +203,7 @@ void readme_semaphore_watchdog(redsync::Redsync& rs) {
 TEST_CASE("the examples of the headers and the README compile") {
   const auto compiled =
       std::make_tuple(&context_example, &token_examples, &guard_example, &members_example, &observer_example,
-                      &redsync_example, &readme_errors, &readme_api, &readme_cluster_members,
+                      &redsync_example, &readme_usage, &readme_errors, &readme_api, &readme_cluster_members,
                       &readme_observer, &readme_semaphore, &readme_semaphore_watchdog);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 12);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 13);
 }
