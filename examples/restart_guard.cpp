@@ -1,13 +1,15 @@
 // The restart guard at work: one try_lock, then each node's part of the
 // outcome. A node whose record is not yet verified for its current server
-// run (a fresh testbed, or `scripts/testbed restart 3`) is repaired, and
-// then kept out for the guard window (the lock's expiry): its "yes" is
-// reported as excluded, with the reason, and does not count towards the
-// quorum, since such a node may have lost the keys of a lock someone still
-// holds.
+// run (`scripts/testbed restart 3` on a testbed that served locks) is
+// repaired, and then kept out for the guard window (the lock's expiry): its
+// "yes" is reported as excluded, with the reason, and does not count
+// towards the quorum, since such a node may have lost the keys of a lock
+// someone still holds. (A brand-new testbed, where no node has a fencing
+// counter yet, votes at once: nothing can have been lost there.)
 //
-//   scripts/testbed up && build/examples/restart_guard   # excluded at first
-//   sleep 8 && build/examples/restart_guard              # counted again
+//   scripts/testbed up && scripts/testbed restart 3
+//   build/examples/restart_guard                  # node 3 excluded at first
+//   sleep 10 && build/examples/restart_guard      # counted again
 #include <redsync/redsync.hpp>
 
 #include <fmt/core.h>
