@@ -3,6 +3,7 @@
 // a paused master that comes back, redirections, migrations, and odd
 // cluster URIs. A test marked may_fail pins a suspected hole (with the
 // fix it needs); the others pin a guarantee.
+#include "cluster_votes.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -28,39 +29,16 @@
 using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
+using redsync::test::all_vote;
 using redsync::test::cluster_config;
 using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::redis_cluster;
+using redsync::test::short_guard;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
 
 namespace {
-
-// Options with a short guard window, so a member votes again soon after a
-// brand-new cluster's first look.
-redsync::redsync_options short_guard() {
-  redsync::redsync_options opts;
-  opts.restart_guard = true;
-  opts.restart_guard_window = 1500ms;
-  return opts;
-}
-
-// Locks and unlocks `m` until every member's vote counted (brand-new
-// members vote once their guard window passed): the slot is then verified
-// for this client, with the masters it sees now.
-bool all_vote(redsync::Mutex& m, std::chrono::milliseconds bound = 30s) {
-  return wait_until(
-      [&] {
-        auto r = m.lock(redsync::context::timeout(20s));
-        if (!r.ok()) return false;
-        bool all = true;
-        for (const auto& n : r.nodes) all = all && n.status == redsync::node_status::ok;
-        (void)m.unlock(redsync::context::timeout(5s));
-        return all;
-      },
-      bound);
-}
 
 // How long the servers get to finish a failover or a resynchronisation that
 // a test waits for (not the library: only the servers are asked). Under

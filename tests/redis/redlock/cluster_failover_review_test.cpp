@@ -3,6 +3,7 @@
 // map, answered >= r), against real local clusters. A test marked may_fail
 // pins a problem that the check does not solve (with the schedule that
 // shows it); the others pin a guarantee the review confirmed.
+#include "cluster_votes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
@@ -32,27 +33,6 @@ using redsync::test::unique_name;
 using redsync::test::wait_until;
 
 namespace failover_review {
-
-inline redsync::redsync_options short_guard() {
-  redsync::redsync_options opts;
-  opts.restart_guard = true;
-  opts.restart_guard_window = 1500ms;
-  return opts;
-}
-
-// Locks and unlocks `m` until every member's vote counted.
-inline bool all_vote(redsync::Mutex& m, std::chrono::milliseconds bound = 15s) {
-  return wait_until(
-      [&] {
-        auto r = m.lock(redsync::context::timeout(10s));
-        if (!r.ok()) return false;
-        bool all = true;
-        for (const auto& n : r.nodes) all = all && n.status == redsync::node_status::ok;
-        (void)m.unlock(redsync::context::timeout(5s));
-        return all;
-      },
-      bound);
-}
 
 // Every running, unpaused node of `cl` says `owner` serves `slot`.
 inline bool owned_by(redis_cluster& cl, std::uint16_t slot, std::size_t owner) {
@@ -102,9 +82,9 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
   const std::string name = unique_name("review-setslot");
   const std::uint16_t slot = cluster_name_slot(name);
   const redsync::mutex_options opts{.expiry = 4s, .tries = 1, .timeout_factor = 0.25};
-  redsync::Redsync a(uris, failover_review::short_guard());
+  redsync::Redsync a(uris, redsync::test::short_guard());
   auto ma = a.new_mutex(name, opts);
-  REQUIRE(failover_review::all_vote(ma));
+  REQUIRE(redsync::test::all_vote(ma));
   // Someone else's key on member 3 while B looks (below), so that B's look
   // leaves its counter where M's is: A's grant then needs no write-back of
   // its token, which would go to X and fail.
@@ -130,7 +110,7 @@ TEST_CASE("a slot taken from a paused master by SETSLOT NODE: the old master's s
 
   // B, a client that reads the maps now, looks once: X has no record of
   // the slot, so its guard window starts.
-  redsync::Redsync b(uris, failover_review::short_guard());
+  redsync::Redsync b(uris, redsync::test::short_guard());
   auto mb = b.new_mutex(name, opts);
   auto first_b = mb.try_lock(redsync::context::timeout(10s));
   MESSAGE("B's first look: ", first_b.describe());
@@ -165,15 +145,15 @@ TEST_CASE(
     doctest::timeout(60)) {
   redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
   const std::string name = unique_name("review-replica-killed");
-  redsync::Redsync a(std::vector<std::string>{cl.uri()}, failover_review::short_guard());
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, redsync::test::short_guard());
   auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
-  REQUIRE(failover_review::all_vote(ma));
+  REQUIRE(redsync::test::all_vote(ma));
   cl[cl.owner(cluster_name_slot(name)) + 3].kill();
   const auto start = std::chrono::steady_clock::now();
   auto refused = ma.lock(redsync::context::timeout(5s));
   CHECK_MESSAGE(!refused.ok(), refused.describe());
   if (refused.ok()) (void)ma.unlock(redsync::context::timeout(5s));
-  CHECK(failover_review::all_vote(ma, 10s));
+  CHECK(redsync::test::all_vote(ma, 10s));
   MESSAGE("votes again after ",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
 }
@@ -187,12 +167,12 @@ TEST_CASE(
 TEST_CASE("a killed replica of a one-shard member does not keep the member from voting" *
           doctest::timeout(60)) {
   redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
-  redsync::Redsync a(std::vector<std::string>{cl.uri()}, failover_review::short_guard());
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, redsync::test::short_guard());
   auto ma = a.new_mutex(unique_name("review-replica-killed-1shard"), {.expiry = 2s, .tries = 1});
-  REQUIRE(failover_review::all_vote(ma));
+  REQUIRE(redsync::test::all_vote(ma));
   cl[1].kill();
   // Well past the node-timeout (1 s) and the map's 5 s age.
-  const bool votes = failover_review::all_vote(ma, 10s);
+  const bool votes = redsync::test::all_vote(ma, 10s);
   redis_client master(cl[0]);
   CHECK_MESSAGE(votes, "the member never voted; CLUSTER NODES: ", master.command({"CLUSTER", "NODES"}).str);
 }
@@ -211,9 +191,9 @@ TEST_CASE(
   const std::string name = unique_name("review-replica-unlinked");
   const std::size_t master = cl.owner(cluster_name_slot(name));
   const std::size_t replica = 3 + master;
-  redsync::Redsync a(std::vector<std::string>{cl.uri()}, failover_review::short_guard());
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, redsync::test::short_guard());
   auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
-  REQUIRE(failover_review::all_vote(ma));
+  REQUIRE(redsync::test::all_vote(ma));
   redis_client r(cl[replica]);
   REQUIRE(r.command({"CONFIG", "SET", "masteruser", "nobody"}).str == "OK");
   REQUIRE(r.command({"CONFIG", "SET", "masterauth", "wrong"}).str == "OK");
@@ -226,7 +206,7 @@ TEST_CASE(
   REQUIRE(r.command({"CONFIG", "SET", "masteruser", ""}).str == "OK");
   REQUIRE(r.command({"CONFIG", "SET", "masterauth", ""}).str == "OK");
   REQUIRE(wait_until([&] { return r.info_field("replication", "master_link_status") == "up"; }, 20s));
-  CHECK(failover_review::all_vote(ma, 20s));
+  CHECK(redsync::test::all_vote(ma, 20s));
 }
 
 TEST_SUITE_END();
