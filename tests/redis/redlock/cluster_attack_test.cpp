@@ -278,8 +278,12 @@ TEST_CASE(
   }
   const std::string name = unique_name("attack-stale-votes");
   const std::uint16_t slot = cluster_name_slot(name);
+  // B's expiry covers the two elections with room to spare (B extends
+  // through the third member and the promoted masters; under TSan an
+  // election took over 2 s), and the pause outlasts it.
+  constexpr auto b_expiry = 6s;
   redsync::Redsync b(uris, short_guard());
-  auto mb = b.new_mutex(name, {.expiry = 3s, .tries = 1});
+  auto mb = b.new_mutex(name, {.expiry = b_expiry, .tries = 1});
   REQUIRE(all_vote(mb));
   // A's command timeout (5 % of 10 s) outlasts the 0.3 s its request waits
   // in the paused masters' sockets.
@@ -287,10 +291,11 @@ TEST_CASE(
   auto ma = a.new_mutex(name, {.expiry = 10s, .tries = 1});
   REQUIRE(all_vote(ma));
 
-  auto mb_held = b.new_mutex(name, {.expiry = 3s, .tries = 100, .auto_extend = true});
+  auto mb_held = b.new_mutex(name, {.expiry = b_expiry, .tries = 100, .auto_extend = true});
   auto rb = mb_held.lock(redsync::context::timeout(20s));
   REQUIRE_MESSAGE(rb.ok(), rb.describe());
   std::size_t paused[2] = {0, 0};
+  const auto paused_at = std::chrono::steady_clock::now();
   for (int k = 0; k < 2; ++k) {
     paused[k] = members[k]->owner(slot);
     (*members[k])[paused[k]].pause();
@@ -304,7 +309,7 @@ TEST_CASE(
   }
   // The pause outlasts B's expiry, so the old masters' copies of B's key
   // have expired when they resume; B must still hold through the others.
-  std::this_thread::sleep_for(3500ms);
+  std::this_thread::sleep_until(paused_at + b_expiry + 500ms);
   REQUIRE_MESSAGE(mb_held.held(), "B lost the lock through the failovers");
 
   auto ra = std::async(std::launch::async, [&] { return ma.try_lock(redsync::context::timeout(10s)); });
