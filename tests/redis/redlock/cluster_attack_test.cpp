@@ -144,6 +144,12 @@ TEST_CASE(
   // M comes back as R's replica (a full resynchronisation: A's key is gone),
   // then is promoted back.
   cl[m].resume();
+  // R took over while the cluster still had it marked failed; once (under
+  // TSan) M stayed a master without slots instead of following R. An
+  // operator's CLUSTER REPLICATE then makes it R's replica, with the same
+  // full resynchronisation.
+  if (!wait_until([&] { return redis_client(cl[m]).info_field("replication", "role") == "slave"; }, 30s))
+    (void)redis_client(cl[m]).command({"CLUSTER", "REPLICATE", cl.id(r)});
   const bool resynchronised =
       wait_until([&] { return settled(cl, m, "slave", slot, r); }, cluster_settles_within);
   if (!resynchronised) {
