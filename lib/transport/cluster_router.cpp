@@ -339,8 +339,6 @@ void cluster_router::adopt_map(slot_map&& m) {
   map_ = std::move(m);
   have_map_ = true;
   map_read_at_ = clock::now();
-  serving_masters_ = 0;
-  for (const cluster_master& master : map_.masters) serving_masters_ += master.slots.empty() ? 0 : 1;
   // Pool lifetime (cluster_router.hpp): the masters that serve slots and
   // the seeds keep their pools; the others drain and close.
   const std::vector<std::string>& serving = changes_.masters();

@@ -162,7 +162,8 @@ class cluster_router {
   // master, which the failover check waits for (durable_wait.hpp); -1 when
   // unknown (no map yet, no master, or a master only a MOVED named since
   // the last map read). 0 when the map's slots are all served by one
-  // master: such a cluster cannot fail over on its own (a promotion needs
+  // shard (counted whatever its masters' health): such a cluster cannot
+  // fail over on its own (a promotion needs
   // the votes of a majority of masters, and its one master is the one
   // that failed), and a replica that dies there is never marked failed, so
   // waiting for it would keep the member from voting for good.
@@ -170,7 +171,7 @@ class cluster_router {
     const std::int32_t owner = map_.owner[slot];
     if (!have_map_ || owner == slot_map::no_master) return -1;
     const int listed = map_.masters[static_cast<std::size_t>(owner)].replicas;
-    return listed > 0 && serving_masters_ == 1 ? 0 : listed;
+    return listed > 0 && map_.shards == 1 ? 0 : listed;
   }
 
   // Reads the map again in the background (one read for all who ask):
@@ -210,7 +211,6 @@ class cluster_router {
   slot_map map_;
   bool have_map_ = false;
   clock::time_point map_read_at_{};  // when the map was last read
-  std::size_t serving_masters_ = 0;  // masters that serve slots in the last map read
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
   // Nodes (host:port) whose last command or map read got no answer: a

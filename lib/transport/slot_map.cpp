@@ -69,6 +69,7 @@ std::optional<slot_map> parse_cluster_shards(const reply& r, std::string_view as
       error = "CLUSTER SHARDS: a shard without slots or nodes";
       return std::nullopt;
     }
+    if (!slots->elements.empty()) ++m.shards;
     int replicas = 0;
     for (const reply& node : nodes->elements)
       replicas += text(field(node, "role")) == "replica" && text(field(node, "health")) == "online" ? 1 : 0;
@@ -121,6 +122,7 @@ std::optional<slot_map> parse_cluster_slots(const reply& r, std::string_view ask
     m.masters[i].replicas = static_cast<int>(range.elements.size() - 3);
     assign(m, i, first, last);
   }
+  m.shards = m.masters.size();
   return m;
 }
 

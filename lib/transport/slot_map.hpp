@@ -37,6 +37,10 @@ struct slot_map {
   std::vector<cluster_master> masters;
   // Per slot: an index into `masters`, or no_master.
   std::array<std::int32_t, 16384> owner{};
+  // The shards that serve slots, whatever their master's health (a map read
+  // while masters are marked failed still counts them): a cluster of one
+  // shard cannot fail over on its own (cluster_router::replicas_of).
+  std::size_t shards = 0;
 
   slot_map() { owner.fill(no_master); }
   // The slots no master serves.

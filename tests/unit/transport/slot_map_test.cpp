@@ -62,6 +62,7 @@ TEST_CASE("CLUSTER SHARDS: a shard whose master failed serves nothing") {
   const auto m = parse_cluster_shards(shards, "h", false, error);
   REQUIRE(m);
   CHECK(m->uncovered() == 16384);
+  CHECK(m->shards == 1);  // still a shard: it counts for the failover check
 }
 
 TEST_CASE("the failover check's count: a master's replicas are those its shard lists online") {
@@ -78,6 +79,7 @@ TEST_CASE("the failover check's count: a master's replicas are those its shard l
   // replica that died where no other master can mark it failed) is counted.
   CHECK(m->masters[0].replicas == 1);
   CHECK(m->masters[1].replicas == 0);  // no replica: it cannot fail over
+  CHECK(m->shards == 2);
   // A master only a MOVED named: its replicas are unknown until a map read.
   const std::size_t moved_to = m->master_at("h", 2);
   CHECK(m->masters[moved_to].replicas == -1);
