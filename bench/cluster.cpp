@@ -6,14 +6,11 @@
 //               hash tags put them on K slots spread evenly over all 16384,
 //               over the standalone members, then over the cluster members;
 //   cycle       the uncontended blocking lock + unlock, standalone then
-//               cluster, with server CPU per cycle, and the cluster masters'
-//               commandstats over it: INFO calls per cycle and the server
-//               time of one INFO against one EVALSHA;
+//               cluster, with server CPU per cycle, and the servers'
+//               commandstats over it (commands per cycle, server time of
+//               each);
 //   raw         a bare SET NX PX + DEL cycle on the library's transport
-//               (no Mutex code): standalone pools, cluster routers without
-//               an identity listener (no INFO before each call), and with
-//               one (what the library does): the INFO's own cost, and its
-//               reply's size, read from the replies themselves;
+//               (no Mutex code): standalone pools, then cluster routers;
 //   moved       the name's slot migrated to another master of every cluster
 //               member (CLUSTER SETSLOT, MIGRATE) between samples: the first
 //               lock call after it against a steady one, and the commands
@@ -283,7 +280,7 @@ cycle_run blocking_cycles(const config& cfg, const std::vector<std::string>& mem
   return out;
 }
 
-// ---- raw cycles on the transport: the INFO's own cost ---------------------------------------
+// ---- raw cycles on the transport: each kind's floor ---------------------------------------
 
 // SET NX PX to every member at once, then DEL, back to back on the loop
 // thread; the last `measured` cycles are timed.
@@ -506,9 +503,9 @@ json run_cluster(const config& cfg) {
       .num("info_server_us_per_call", usec_per_call(over_cycle, "info"))
       .num("evalsha_server_us_per_call", usec_per_call(over_cycle, "evalsha"));
 
-  // Raw cycles: standalone pools, cluster routers without and with the
-  // identity listener (the INFO before each call).
-  fmt::print(stderr, "redsync_bench: cluster: raw cycles (the INFO's cost)\n");
+  // Raw cycles: standalone pools and cluster routers, on the library's
+  // transport with no Mutex code: the floor under each kind's cycle.
+  fmt::print(stderr, "redsync_bench: cluster: raw cycles (the transports' floor)\n");
   std::vector<json> raw;
   {
     transport t(lists.standalone);
@@ -516,26 +513,7 @@ json run_cluster(const config& cfg) {
   }
   {
     transport t(lists.cluster);
-    raw.push_back(raw_point(cfg, t, cluster_admin_all, "cluster, no INFO before each call"));
-    auto info_bytes = std::make_shared<std::pair<std::uint64_t, std::uint64_t>>();  // bytes, replies
-    t.loop().run_sync([&t, info_bytes] {
-      for (std::size_t i = 0; i < t.size(); ++i)
-        t.router(i).on_server_info([info_bytes](const std::string&, const rd::reply& info) {
-          info_bytes->first += info.str.size();
-          ++info_bytes->second;
-        });
-    });
-    json with = raw_point(cfg, t, cluster_admin_all, "cluster, INFO before each call (as the library)");
-    std::uint64_t bytes = 0, replies = 0;
-    t.loop().run_sync([&] {
-      bytes = info_bytes->first;
-      replies = info_bytes->second;
-      for (std::size_t i = 0; i < t.size(); ++i) t.router(i).on_server_info(nullptr);
-    });
-    with.num("info_reply_bytes_mean",
-             replies == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(replies))
-        .integer("info_replies", static_cast<std::int64_t>(replies));
-    raw.push_back(with);
+    raw.push_back(raw_point(cfg, t, cluster_admin_all, "cluster"));
   }
 
   fmt::print(stderr, "redsync_bench: cluster: MOVED\n");

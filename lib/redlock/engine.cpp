@@ -162,6 +162,13 @@ void engine::on_failover_seen(std::size_t i, std::string_view new_master) {
     const cluster_master& m = map.masters[static_cast<std::size_t>(owner)];
     if (node_options{.host = m.host, .port = m.port}.address() == new_master) t->look_now();
   }
+  // A replica's connection may have read its INFO before it was promoted:
+  // read it now, so its first vote as master finds it (server_mark.hpp).
+  pools_[i]->router()->read_identity(std::string(new_master));
+}
+
+void engine::read_identity(std::size_t i, const std::string& address) {
+  if (cluster_router* router = pools_[i]->router(); router && !address.empty()) router->read_identity(address);
 }
 
 server_identity engine::cluster_identity(std::size_t i, const std::string& address) const {

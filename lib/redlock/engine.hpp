@@ -105,6 +105,10 @@ class engine {
   // Loop thread: what the handshake INFO of master `address` of cluster
   // member i said (node_identity.hpp); empty if none was read.
   server_identity cluster_identity(std::size_t i, const std::string& address) const;
+  // Loop thread: master `address` of cluster member i answered with another
+  // server mark than its identity here (server_mark.hpp): reads its INFO
+  // again (at most one read in flight per master, at most one a second).
+  void read_identity(std::size_t i, const std::string& address);
   // Loop thread: why standalone member i never votes when its last
   // handshake INFO showed a Redis Cluster node (cluster_node_problem in
   // node_identity.hpp), else empty.

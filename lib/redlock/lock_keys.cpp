@@ -4,6 +4,7 @@
 
 #include "redlock/cluster_keys.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/server_mark.hpp"
 
 namespace redsync::detail {
 
@@ -25,7 +26,8 @@ std::vector<std::string> derive(const std::vector<std::string>& names, std::stri
 }
 
 std::vector<std::string_view> concat(std::initializer_list<const std::vector<std::string>*> parts,
-                                     const std::string* record_after_first = nullptr) {
+                                     const std::string* record_after_first = nullptr,
+                                     const std::string* last = nullptr) {
   std::vector<std::string_view> out;
   bool first = true;
   for (const auto* p : parts) {
@@ -33,6 +35,7 @@ std::vector<std::string_view> concat(std::initializer_list<const std::vector<std
     if (first && record_after_first) out.push_back(*record_after_first);
     first = false;
   }
+  if (last && !last->empty()) out.push_back(*last);
   return out;
 }
 
@@ -44,8 +47,9 @@ lock_keys::lock_keys(const std::vector<std::string>& n, bool cluster)
       lease_keys(derive(names, lease_key)),
       channels(derive(names, release_channel)),
       record(cluster ? cluster_record_key(cluster_name_slot(n.front())) : std::string(record_key)),
+      server_mark(cluster ? cluster_server_mark_key(cluster_name_slot(n.front())) : std::string()),
       keys(names.begin(), names.end()),
-      acquire_keys(concat({&names, &line_keys, &lease_keys}, &record)),
+      acquire_keys(concat({&names, &line_keys, &lease_keys}, &record, &server_mark)),
       release_keys(concat({&names, &line_keys, &lease_keys})),
       fence_keys{names.front(), record} {}
 

@@ -31,7 +31,9 @@ struct lock_keys {
   const std::vector<std::string> lease_keys;  // per name: the leases of its line
   const std::vector<std::string> channels;    // per name: where its releases are announced
   const std::string record;                   // the node record the acquisition increments
-  // Script KEYS: lock = names; acquire = names, record, lines, leases;
+  const std::string server_mark;              // cluster only: the slot's server mark (server_mark.hpp)
+  // Script KEYS: lock = names; acquire = names, record, lines, leases
+  // (and the server mark on a cluster member);
   // release = names, lines, leases; fence = first name, record.
   const std::vector<std::string_view> keys;
   const std::vector<std::string_view> acquire_keys;

@@ -8,6 +8,7 @@
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/server_mark.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>
@@ -62,9 +63,13 @@ void node_trust::adopt_master(std::size_t i, std::string_view served_by) {
   // Standalone results name no master; after shutdown began the members are gone.
   if (served_by.empty() || !eng_.can_send() || !eng_.node(i).is_cluster()) return;
   server_identity id = eng_.cluster_identity(i, std::string(served_by));
-  nodes_[i].identity = std::move(id.identity);
-  nodes_[i].problem = std::move(id.problem);
-  nodes_[i].run_id = std::move(id.run_id);
+  node& n = nodes_[i];
+  if (id.identity != n.identity || n.identity_mark.empty())
+    n.identity_mark = id.identity.empty() ? std::string() : server_mark(id.identity);
+  n.identity = std::move(id.identity);
+  n.problem = std::move(id.problem);
+  n.run_id = std::move(id.run_id);
+  n.served_by.assign(served_by);
 }
 
 std::string node_trust::record_of(std::size_t i) const {
@@ -143,6 +148,25 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry,
                            const std::vector<node_result>& round, std::string& why) {
   node& n = nodes_[i];
   n.counted_window = milliseconds::zero();
+  if (eng_.node(i).is_cluster()) {
+    // The identity of the server that ran the script, read in the script
+    // (server_mark.hpp): it must be the one this client holds for that
+    // master, or the vote rests on an identity the server no longer has.
+    const std::optional<acquire_vote> vote = read_acquire_vote(r);
+    if (!vote || vote->server_mark.empty()) {
+      why = "unexpected reply to the acquisition (no server mark)";
+      return true;
+    }
+    if (vote->server_mark != n.identity_mark) {
+      why = fmt::format(
+          "{} is no longer the server this client identified at that address (run_id {}): it was promoted, "
+          "resynchronised or reloaded since (server_mark.hpp); its identity is read again, and a later vote "
+          "counts once its record is verified for it",
+          n.served_by, n.identity.empty() ? std::string("unknown") : short_id(n.identity));
+      eng_.read_identity(i, n.served_by);
+      return true;
+    }
+  }
   if (!n.problem.empty()) {
     why = n.problem;
     return true;

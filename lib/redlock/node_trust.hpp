@@ -206,6 +206,8 @@ class node_trust {
  private:
   struct node {
     std::string identity;          // from the last handshake (node_identity.hpp); empty if unknown
+    std::string identity_mark;     // cluster member: server_mark(identity), '' if unknown
+    std::string served_by;         // cluster member: the master that answered last
     std::string run_id;            // from the last handshake; empty if unknown
     std::string voted_run_id;      // the run_id of its last counted yes
     std::string problem;           // why this node cannot be verified at all, if so

@@ -36,13 +36,17 @@ struct acquire_vote {
   std::string_view record_identity;     // '' if the record names no server
   std::chrono::milliseconds age{0};     // since the server was first seen unverified; -1 if never
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
+  // A cluster member's answer: sha1 of the identity of the server that ran
+  // the script (server_mark.hpp); '' in a standalone member's answer.
+  std::string_view server_mark;
 };
 
 // The acquire script's yes says the caller is in a line on that node (its
 // fifth element; the transaction's yes has none: never in line).
 bool acquire_answer_in_line(const reply& r);
 
-// nullopt unless the answer is {token, identity, age, window[, in line]}, with the
+// nullopt unless the answer is {token, identity, age, window[, in line or
+// the semaphore's slots[, server mark]]}, with the
 // window in 0..max_expiry as every client writes it (a record that says
 // otherwise is corrupt, and a node's vote must not rest on it).
 std::optional<acquire_vote> read_acquire_vote(const reply& r);
@@ -58,6 +62,9 @@ struct node_record {
   std::int64_t mark_ms = -1;            // the server ms the mark was set; -1 if no (well-formed) mark
   std::string_view mark_identity;       // the server identity the mark names
   std::chrono::milliseconds window{0};  // the longest expiry recorded on the node
+  // A cluster member's answer: sha1 of the identity of the server that ran
+  // the script (server_mark.hpp); '' in a standalone member's answer.
+  std::string_view server_mark;
 };
 
 // nullopt unless the answer is an array of 6 elements whose window (absent

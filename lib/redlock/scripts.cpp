@@ -7,6 +7,7 @@
 #include "redlock/scripts.hpp"
 
 #include "redlock/script_cache.hpp"
+#include "redlock/server_mark.hpp"
 #include "util/sha1.hpp"
 
 namespace redsync::detail {
@@ -167,8 +168,15 @@ return 0
 // The acquisition: SET on every name and the node's fencing counter in one
 // atomic step, and the caller's place in the lines. See scripts.hpp for
 // KEYS, ARGV, the answers and the line's rules.
+// A cluster member's form has the server mark's key as its last KEY
+// (server_mark.hpp).
 constexpr std::string_view acquire_head = R"lua(
 local n = (#KEYS - 1) / 3
+local function line(i) return KEYS[n + 1 + i] end
+local function leases(i) return KEYS[2 * n + 1 + i] end
+)lua";
+constexpr std::string_view acquire_cluster_head = R"lua(
+local n = (#KEYS - 2) / 3
 local function line(i) return KEYS[n + 1 + i] end
 local function leases(i) return KEYS[2 * n + 1 + i] end
 )lua";
@@ -246,7 +254,7 @@ if won then
     window = tonumber(ARGV[2])
     redis.call('HSET', record, 'window', window)
   end
-  return {token, stamp[1] or '', age, window, in_line}
+  return vote({token, stamp[1] or '', age, window, in_line})
 end
 if mode == '0' then
   for i = 1, n do
@@ -332,7 +340,22 @@ const lua_script& line_script() {
 }  // namespace
 
 const lua_script& acquire_script() {
-  return line_script<acquire_head, acquire_body>();
+  // The standalone form answers plain votes; the cluster form (SPUBLISH,
+  // the mark key last) appends the server mark to its yes.
+  const auto join = [](std::string_view head, std::string_view publish, std::string_view vote) {
+    std::string s(head);
+    s += line_prelude_head;
+    s += publish;
+    s += line_prelude_tail;
+    s += vote;
+    s += acquire_body;
+    return s;
+  };
+  static const std::string cluster_source = join(acquire_cluster_head, cluster_publish, mark_vote);
+  static const std::string plain_source = join(acquire_head, standalone_publish, plain_vote);
+  static const lua_script cluster{cluster_source, sha1_hex(cluster_source), nullptr};
+  static const lua_script plain{plain_source, sha1_hex(plain_source), &cluster};
+  return plain;
 }
 
 const lua_script& leave_script() {

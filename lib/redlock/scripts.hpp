@@ -89,7 +89,8 @@ inline constexpr std::string_view record_key = "redsync:node";
 //    lease is twice the wait plus the command timeout plus 1 s).
 
 // Acquisition with the fencing counter and the waiting line.
-// KEYS = names (n), record, lines (n), leases (n);
+// KEYS = names (n), record, lines (n), leases (n), and on a cluster member
+// the server mark's key (server_mark.hpp);
 // ARGV = value, expiry ms, arrival (µs), lease ms, mode, fresh arrival (µs:
 // this attempt's time), release channel of each name (n). Mode "0": do not
 // wait (try_lock); "1": join (or stay in) every line at `arrival`; "2": as
@@ -98,7 +99,8 @@ inline constexpr std::string_view record_key = "redsync:node";
 // line).
 // Where we won every name: {token, record identity ('' if none), ms since it
 // was first seen unverified (-1 if never), recorded window ms, 1 if we are
-// in a line here (the head) else 0}. Else -2 (busy, first in every line),
+// in a line here (the head) else 0, and on a cluster member the server
+// mark}. Else -2 (busy, first in every line),
 // -1 (busy, others ahead), -4/-3 (the same, and we were put back at the end
 // of a line: our arrival is now `fresh arrival`), or nil (busy, not
 // waiting).

@@ -4,6 +4,7 @@
 
 #include "redlock/script_cache.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/server_mark.hpp"
 #include "util/sha1.hpp"
 
 #include <charconv>
@@ -69,7 +70,7 @@ if window < tonumber(ARGV[4]) then
   window = tonumber(ARGV[4])
   redis.call('HSET', record, 'window', window)
 end
-return {token, stamp[1] or '', age, window, listed}
+return vote({token, stamp[1] or '', age, window, listed})
 )lua";
 
 // The release, around its publish command (standalone_publish or
@@ -154,8 +155,37 @@ std::string permit_member(std::uint32_t slot, std::string_view id) {
   return std::to_string(slot) + ":" + std::string(id);
 }
 
+namespace {
+
+// The acquisition's standalone form (plain votes) naming its cluster form
+// (the mark key last, the server mark appended to a grant), with the slot
+// test replaced by `slot_test` in both.
+template <const std::string_view& SlotTest>
+const lua_script& acquire_variant() {
+  const auto join = [](std::string_view vote) {
+    std::string s(prelude);
+    s += vote;
+    s += acquire_source;
+    const std::string_view test = "slot_live or count >= k";
+    const auto at = s.find(test);
+    if (at == std::string::npos) throw std::logic_error("semaphore acquire script: slot test not found");
+    return s.replace(at, test.size(), SlotTest);
+  };
+  static const std::string cluster_source = join(mark_vote);
+  static const std::string plain_source = join(plain_vote);
+  static const lua_script cluster{cluster_source, sha1_hex(cluster_source), nullptr};
+  static const lua_script plain{plain_source, sha1_hex(plain_source), &cluster};
+  return plain;
+}
+constexpr std::string_view production_slot_test = "slot_live or count >= k";
+// The slot test taken out, so that everything else (rule M, expiry, the
+// counter, the answer) stays the same.
+constexpr std::string_view count_only_slot_test = "count >= k";
+
+}  // namespace
+
 const lua_script& semaphore_acquire_script() {
-  return with_prelude<acquire_source>();
+  return acquire_variant<production_slot_test>();
 }
 const lua_script& semaphore_release_script() {
   // The standalone bytes every release has used (same SHA1), naming the
@@ -163,17 +193,7 @@ const lua_script& semaphore_release_script() {
   return release_variant<standalone_publish>(&release_variant<cluster_publish>(nullptr));
 }
 const lua_script& semaphore_acquire_count_only_script() {
-  // The production source with the slot test taken out, so that everything
-  // else (rule M, expiry, the counter, the answer) stays the same.
-  static const std::string source = [] {
-    std::string s(with_prelude<acquire_source>().source);
-    const std::string_view test = "slot_live or count >= k";
-    const auto at = s.find(test);
-    if (at == std::string::npos) throw std::logic_error("semaphore acquire script: slot test not found");
-    return s.replace(at, test.size(), "count >= k");
-  }();
-  static const lua_script s{source, sha1_hex(source)};
-  return s;
+  return acquire_variant<count_only_slot_test>();
 }
 const lua_script& semaphore_extend_script() {
   return with_prelude<extend_source>();
@@ -185,8 +205,11 @@ const lua_script& semaphore_fence_script() {
 node_status classify_semaphore_acquire(const reply& r) {
   if (r.type != reply::kind::array || r.elements.empty() || r.elements[0].type != reply::kind::integer)
     return node_status::reply_error;
+  // A grant: {token, identity, age, window, slots[, server mark]}.
+  const bool granted_shape =
+      (r.elements.size() == 5 || r.elements.size() == 6) && r.elements[4].type == reply::kind::string;
+  if (r.elements[0].integer > 0 && granted_shape) return node_status::ok;
   const bool listed = r.elements.back().type == reply::kind::string;
-  if (r.elements[0].integer > 0 && r.elements.size() == 5 && listed) return node_status::ok;
   if (r.elements[0].integer == -1 && r.elements.size() == 2 && listed) return node_status::taken;
   return node_status::reply_error;
 }
@@ -200,8 +223,9 @@ std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
     a.stored_permits = r.elements[1].integer;
     return a;
   }
-  const reply& listed = r.elements.back();
-  const bool shaped = (first == -1 && r.elements.size() == 2) || (first > 0 && r.elements.size() == 5);
+  const bool granted = first > 0 && (r.elements.size() == 5 || r.elements.size() == 6);
+  const reply& listed = granted ? r.elements[4] : r.elements.back();
+  const bool shaped = (first == -1 && r.elements.size() == 2) || granted;
   if (!shaped || listed.type != reply::kind::string) return std::nullopt;
   a.others = parse_slots(listed.str);
   return a;

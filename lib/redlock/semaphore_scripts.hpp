@@ -44,13 +44,15 @@ std::string semaphore_channel(std::string_view name);
 // The set's member for a permit: "<slot>:<id>".
 std::string permit_member(std::uint32_t slot, std::string_view id);
 
-// KEYS = set, permits, record; ARGV = member, slot, k, expiry ms.
+// KEYS = set, permits, record (and the server mark's key on a cluster
+// member: server_mark.hpp); ARGV = member, slot, k, expiry ms.
 // Drops expired permits, then:
 //   {-2, stored k}            k differs from the stored k (rule M), nothing written;
 //   {-1, "s1,s2,..."}         k live permits, or the slot is live: refused;
 //   {token, record identity, ms since first seen unverified (-1 if never),
-//    recorded window ms, "s1,s2,..."}   granted (the first four as the mutex's
-//                             acquire answers, for node_trust).
+//    recorded window ms, "s1,s2,..."[, server mark]}   granted (the first
+//                             four and the mark as the mutex's acquire
+//                             answers, for node_trust).
 // The slot list names the live slots of other permits.
 const lua_script& semaphore_acquire_script();
 

@@ -8,6 +8,7 @@
 #include "redlock/quorum.hpp"
 #include "redlock/scripts.hpp"
 #include "redlock/semaphore_scripts.hpp"
+#include "redlock/server_mark.hpp"
 
 namespace redsync::detail {
 
@@ -27,6 +28,7 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       cluster_permits_key(clustered ? cluster_set_key + ":permits" : std::string()),
       cluster_channel(clustered ? semaphore_channel(cluster_lock_key(name)) : std::string()),
       cluster_record(clustered ? cluster_record_key(slot) : std::string()),
+      cluster_server_mark(clustered ? cluster_server_mark_key(slot) : std::string()),
       route(std::hash<std::string_view>{}(set_key)),
       timeout(command_timeout(opts.expiry, opts.timeout_factor)),
       drift(detail::drift(opts.expiry, opts.drift_factor)),
@@ -34,10 +36,12 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
 
 script_call semaphore_state::call(const lua_script& s, keys_of which, std::vector<std::string_view> args,
                                   std::size_t channel_arg) const {
-  const auto keys = [which](std::string_view set, std::string_view permits,
-                            std::string_view record) -> std::vector<std::string_view> {
+  const auto keys = [which](std::string_view set, std::string_view permits, std::string_view record,
+                            std::string_view mark = {}) -> std::vector<std::string_view> {
     switch (which) {
-      case keys_of::acquire: return {set, permits, record};
+      case keys_of::acquire:
+        if (!mark.empty()) return {set, permits, record, mark};
+        return {set, permits, record};
       case keys_of::holder: return {set, permits};
       case keys_of::fence: break;
     }
@@ -46,7 +50,7 @@ script_call semaphore_state::call(const lua_script& s, keys_of which, std::vecto
   script_call c = make_script_call(s, keys(set_key, permits_key, record_key), args);
   if (!clustered) return c;
   if (channel_arg < args.size()) args[channel_arg] = cluster_channel;
-  add_cluster_form(c, keys(cluster_set_key, cluster_permits_key, cluster_record), args);
+  add_cluster_form(c, keys(cluster_set_key, cluster_permits_key, cluster_record, cluster_server_mark), args);
   return c;
 }
 

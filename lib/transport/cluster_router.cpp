@@ -15,6 +15,7 @@ namespace {
 
 // How long a map read that no command waits for may take.
 constexpr std::chrono::microseconds background_refresh_timeout = std::chrono::seconds(1);
+constexpr std::chrono::microseconds identity_read_timeout = std::chrono::seconds(1);
 // While commands flow, the map is read again at least this often.
 constexpr std::chrono::seconds map_max_age{5};
 
@@ -184,29 +185,31 @@ void cluster_router::send_to(std::shared_ptr<pending> p, node_pool& pool, bool a
     cmd = std::move(both);
     ++replies;
   }
-  if (info_listener_) {
-    // The identity of the master that runs this call is read with it: INFO
-    // on the same connection, right before it, so a role change since the
-    // connection's handshake (a master demoted, resynchronised from another
-    // server and promoted back; a replica promoted) is seen by the vote it
-    // affects (docs/cluster.md, cluster_attack_test.cpp).
-    // Only the sections identify_server reads (node_identity.cpp: run_id,
-    // role, the replication id, the eviction policy, the last load's key
-    // counts), so the identity equals the handshake's: 3.1 KB instead of
-    // the default sections' 4.9 KB per call (bench/results/NOTES.md,
-    // section 9), and no cpu/stats/clients sections for the server to
-    // format. Several sections in one INFO need Redis 7.0, as cluster
-    // members do anyway (SPUBLISH, SSUBSCRIBE).
-    static const wire_command info =
-        encode_command({"INFO", "server", "replication", "memory", "persistence"});
-    pools_.send(pool, p->route, info, left, [this, address = pool.address()](command_result&& r) {
-      if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
-    });
-  }
   node_pool* target = &pool;
   pools_.send(
       pool, p->route, std::move(cmd), left,
       [this, p, target](command_result&& r) { on_reply(p, *target, std::move(r)); }, replies);
+}
+
+void cluster_router::read_identity(const std::string& address) {
+  if (!info_listener_ || closing_) return;
+  node_pool* pool = pools_.live(address);
+  if (pool == nullptr) return;
+  // One read in flight per master, and at most one a second: a master
+  // whose identity can never match (say, its eviction policy makes it
+  // refuse every vote) must not cost an INFO per call.
+  const auto now = clock::now();
+  auto [it, fresh] = identity_reads_.try_emplace(address, clock::time_point{});
+  if (!fresh && now - it->second < std::chrono::seconds(1)) return;
+  it->second = now;
+  // Only the sections identify_server reads (node_identity.cpp): run_id,
+  // role, the replication id, the eviction policy, the last load's key
+  // counts. Several sections in one INFO need Redis 7.0, as cluster
+  // members do anyway (SPUBLISH, SSUBSCRIBE).
+  static const wire_command info = encode_command({"INFO", "server", "replication", "memory", "persistence"});
+  pools_.send(*pool, 0, info, identity_read_timeout, [this, address](command_result&& r) {
+    if (r.status == transport_status::ok && !closing_ && info_listener_) info_listener_(address, r.value);
+  });
 }
 
 void cluster_router::on_reply(std::shared_ptr<pending> p, node_pool& pool, command_result&& r) {

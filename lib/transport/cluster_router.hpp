@@ -120,17 +120,21 @@ class cluster_router {
   void send(std::uint16_t slot, std::uint64_t route, wire_command cmd, std::chrono::microseconds timeout,
             command_callback done, std::uint32_t replies = 1);
 
+  // Reads the INFO of master `address` again (its live pool, any
+  // connection) and hands it to the on_server_info listener: at most one
+  // read per master a second; nothing when no pool is live there.
+  void read_identity(const std::string& address);
+
   // Reads the slot map; `done` gets "" or why no node gave one. Never
   // calls `done` synchronously.
   void refresh(std::chrono::microseconds timeout, std::function<void(const std::string& error)> done);
 
-  // Each master's handshake INFO (node_pool::on_server_info), and its INFO
-  // read right before every call on the same connection (a role change
-  // does not close connections), with its host:port, the address results
-  // name in command_result::served_by: the
-  // identity of the master that ran a call is the INFO of the connection
-  // that answered it, never the map's idea of the slot's owner (right after
-  // a failover the map may still name the demoted master).
+  // Each master's handshake INFO (node_pool::on_server_info), and the INFO
+  // read_identity reads, with its host:port, the address results name in
+  // command_result::served_by. No INFO goes with a call: a role change
+  // does not close connections, so the acquisition scripts read who ran
+  // them themselves (lib/redlock/server_mark.hpp), and the engine asks for
+  // read_identity when that differs from what the INFO here said.
   void on_server_info(std::function<void(const std::string& address, const reply& info)> listener) {
     info_listener_ = std::move(listener);
   }
@@ -211,6 +215,7 @@ class cluster_router {
   slot_map map_;
   bool have_map_ = false;
   clock::time_point map_read_at_{};  // when the map was last read
+  std::map<std::string, clock::time_point> identity_reads_;  // read_identity: when each master's was sent
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
   // Nodes (host:port) whose last command or map read got no answer: a

@@ -26,12 +26,13 @@ using redsync::test::fresh_nodes;
 using redsync::test::redis_cluster;
 using redsync::test::unique_name;
 
-// The router sends INFO before every command on a cluster member and hands
-// each reply to the engine's listener. An engine destroyed on its own loop
-// thread is gone while its connections drain, so the INFO replies in front
-// of the round's script and of the abandon's release, answered by masters
-// resumed after the destruction, must not reach it (they did: a
-// use-after-free found by an attack review; ASan or valgrind show it).
+// The router hands each INFO reply of a cluster member (a connection's
+// handshake, a read_identity) to the engine's listener. An engine destroyed
+// on its own loop thread is gone while its connections drain, so replies
+// answered by masters resumed after the destruction (the round's script,
+// the abandon's release, and, when the router still read INFO before every
+// call, those INFOs) must not reach it (they did: a use-after-free found by
+// an attack review; ASan or valgrind show it).
 TEST_CASE(
     "a Redsync with a cluster member destroyed on its own loop thread mid-round: INFO replies during the "
     "drain "

@@ -87,8 +87,8 @@ struct permit_recorder : redsync::observer {
 };
 
 // Three nodes and a Redsync on them that tells `rec` its events and logs.
-struct observed {
-  observed() : rs(c.uris(), options()) {}
+struct observed_set {
+  observed_set() : rs(c.uris(), options()) {}
 
   cluster c{3};
   std::shared_ptr<permit_recorder> rec = std::make_shared<permit_recorder>();
@@ -108,7 +108,7 @@ struct observed {
 TEST_SUITE("semaphore observer") {
   TEST_CASE(
       "a permit's acquisition, extensions and release are permit events, counted apart from a mutex's") {
-    observed o;
+    observed_set o;
     auto& rec = o.rec;
     auto& rs = o.rs;
     const auto name = unique_name("sem-observed");
@@ -159,7 +159,7 @@ TEST_SUITE("semaphore observer") {
   }
 
   TEST_CASE("a refused permit acquisition is an event naming only its semaphore, counted by its error") {
-    observed o;
+    observed_set o;
     auto& rec = o.rec;
     auto& rs = o.rs;
     const auto name = unique_name("sem-refused");
@@ -181,7 +181,7 @@ TEST_SUITE("semaphore observer") {
   }
 
   TEST_CASE("a lost permit is an event before on_lost, a warning in the log, and counted apart from locks") {
-    observed o;
+    observed_set o;
     auto& c = o.c;
     auto& rec = o.rec;
     auto& rs = o.rs;
