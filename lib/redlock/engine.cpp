@@ -168,7 +168,8 @@ void engine::on_failover_seen(std::size_t i, std::string_view new_master) {
 }
 
 void engine::read_identity(std::size_t i, const std::string& address) {
-  if (cluster_router* router = pools_[i]->router(); router && !address.empty()) router->read_identity(address);
+  if (cluster_router* router = pools_[i]->router(); router && !address.empty())
+    router->read_identity(address);
 }
 
 server_identity engine::cluster_identity(std::size_t i, const std::string& address) const {

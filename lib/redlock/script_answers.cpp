@@ -55,11 +55,11 @@ bool acquire_answer_in_line(const reply& r) {
 }
 
 std::optional<acquire_vote> read_acquire_vote(const reply& r) {
-  const bool well_formed =
-      r.type == reply::kind::array && r.elements.size() >= 4 && r.elements.size() <= 6 &&
-      r.elements[1].type == reply::kind::string && r.elements[2].type == reply::kind::integer &&
-      r.elements[3].type == reply::kind::integer &&
-      (r.elements.size() < 6 || r.elements[5].type == reply::kind::string);
+  const bool well_formed = r.type == reply::kind::array && r.elements.size() >= 4 && r.elements.size() <= 6 &&
+                           r.elements[1].type == reply::kind::string &&
+                           r.elements[2].type == reply::kind::integer &&
+                           r.elements[3].type == reply::kind::integer &&
+                           (r.elements.size() < 6 || r.elements[5].type == reply::kind::string);
   if (!well_formed) return std::nullopt;
   acquire_vote v;
   if (r.elements.size() == 6) v.server_mark = r.elements[5].str;

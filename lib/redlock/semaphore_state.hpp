@@ -47,7 +47,7 @@ struct semaphore_state {
   const std::string cluster_permits_key;
   const std::string cluster_channel;
   const std::string cluster_record;
-  const std::string cluster_server_mark;  // its server mark (server_mark.hpp)
+  const std::string cluster_server_mark;    // its server mark (server_mark.hpp)
   const std::uint64_t route;                // picks the connection on each node
   const std::chrono::microseconds timeout;  // per-node command timeout
   const std::chrono::microseconds drift;    // expiry * drift_factor + 2 ms

@@ -214,7 +214,7 @@ class cluster_router {
   router_pools pools_;
   slot_map map_;
   bool have_map_ = false;
-  clock::time_point map_read_at_{};  // when the map was last read
+  clock::time_point map_read_at_{};                          // when the map was last read
   std::map<std::string, clock::time_point> identity_reads_;  // read_identity: when each master's was sent
   // The nodes a refresh asks, in order, fixed when it starts.
   std::vector<std::pair<std::string, int>> sources_;
