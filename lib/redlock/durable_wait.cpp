@@ -42,6 +42,13 @@ struct durable_join {
                                    "know its replicas yet (a MOVED named it): no vote until the map is read",
                                    s.served_by.empty() ? std::string("the slot's master") : s.served_by));
     }
+    if (!spec.master.empty() && s.served_by != spec.master) {
+      return refuse(
+          s, fmt::format("failover check: the script was redirected from {} to {}, whose replicas "
+                         "this member's slot map does not know yet: no vote until the map is read",
+                         spec.master, s.served_by.empty() ? std::string("another master") : s.served_by));
+    }
+    if (spec.replicas == 0) return finish(std::move(s));
     if (forms_when_answered == 0 || !waits[forms_when_answered - 1]) return;
     const command_result& w = *waits[forms_when_answered - 1];
     const char* rule = spec.failover_check ? "failover check" : "durable";
@@ -116,7 +123,8 @@ durable_spec wait_needed(const durable_spec& durable, member_slot to, microsecon
     spec.failover_check = true;
     return spec;
   }
-  if (listed <= durable.replicas) return durable;
+  spec.master = to.m->router()->owner_address(to.slot);
+  if (listed <= durable.replicas) return spec;
   spec.failover_check = true;
   spec.replicas = listed;
   if (spec.wait.count() == 0)

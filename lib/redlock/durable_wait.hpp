@@ -50,7 +50,9 @@
 // again whenever a WAIT falls short, after every MOVED, after a master did
 // not answer, and at least every 5 s while commands flow); a replica does not keep replicating from a master
 // it saw replaced. A shard without replicas cannot fail over: no WAIT. A master whose replicas are unknown (a
-// MOVED named it since the last map read) gets no vote until the map was read. Loop thread only.
+// MOVED named it since the last map read) gets no vote until the map was read, nor does a script that a
+// MOVED or ASK sent on to another master than the one whose replicas were counted (durable_spec::master:
+// with no replica listed for the map's owner, no WAIT was even sent). Loop thread only.
 
 #include "redlock/script_call.hpp"
 #include "transport/reply.hpp"
@@ -73,8 +75,13 @@ struct durable_spec {
   // Which rule asks for the WAIT, for messages: durable mode, or the
   // failover check of a cluster member (which asks for more).
   bool failover_check = false;
+  // Cluster member: the master (host:port) whose replicas `replicas`
+  // counts. A script a MOVED or ASK sent to another master gets no vote:
+  // that master's replicas are not what was counted (none, even, when the
+  // map's owner has no replicas and no WAIT was sent).
+  std::string master;
 
-  explicit operator bool() const noexcept { return replicas > 0 || replicas_unknown; }
+  explicit operator bool() const noexcept { return replicas > 0 || replicas_unknown || !master.empty(); }
 };
 
 // The spec of a mutex's options: off, or WAIT with the configured timeout

@@ -178,6 +178,15 @@ class cluster_router {
     return listed > 0 && map_.shards == 1 ? 0 : listed;
   }
 
+  // The host:port of `slot`'s master in the map (the form
+  // command_result::served_by takes), or empty when none is known.
+  std::string owner_address(std::uint16_t slot) const {
+    const std::int32_t owner = map_.owner[slot];
+    if (!have_map_ || owner == slot_map::no_master) return {};
+    const cluster_master& m = map_.masters[static_cast<std::size_t>(owner)];
+    return node_options{.host = m.host, .port = m.port}.address();
+  }
+
   // Reads the map again in the background (one read for all who ask):
   // after an answer that says the map may be out of date.
   void refresh_soon() { refresh_in_background(); }

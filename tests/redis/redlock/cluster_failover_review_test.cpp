@@ -209,4 +209,44 @@ TEST_CASE(
   CHECK(redsync::test::all_vote(ma, 20s));
 }
 
+// Was a gap: the failover check counts the replicas of the master its map
+// names for the slot. A MOVED sends the script on to another master, whose
+// replicas nobody counted: with no replica listed for the map's owner no
+// WAIT was sent at all, and the redirected script's yes counted whatever
+// the new master's state (paused and replaced, say). Now a script answered
+// by another master than the one counted gets no vote, and the map is read
+// again (durable_wait.hpp, durable_spec::master).
+TEST_CASE(
+    "a script that a MOVED sends to a master whose replicas the map has not counted gets no vote; the next "
+    "attempt counts" *
+    doctest::timeout(90)) {
+  redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
+  const std::string name = unique_name("review-moved-uncounted");
+  const std::uint16_t slot = cluster_name_slot(name);
+  const std::size_t from = cl.owner(slot);
+  const std::size_t to = (from + 1) % 3;
+  redsync::Redsync a(std::vector<std::string>{cl.uri()}, redsync::test::short_guard());
+  auto ma = a.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(redsync::test::all_vote(ma));
+  // The owner's replica dies; once the cluster marks it failed, A's map
+  // lists no replica there, so A's acquisitions go without WAIT.
+  cl[from + 3].kill();
+  REQUIRE(redsync::test::all_vote(ma, 20s));
+  // The slot moves to a master with a replica; another client verifies it
+  // there. A's map still names the old owner.
+  cl.begin_migration(slot, from, to);
+  cl.migrate_keys(slot, from, to);
+  cl.finish_migration(slot, to);
+  REQUIRE(wait_until([&] { return failover_review::owned_by(cl, slot, to); }, 10s));
+  redsync::Redsync b(std::vector<std::string>{cl.uri()}, redsync::test::short_guard());
+  auto mb = b.new_mutex(name, {.expiry = 2s, .tries = 1});
+  REQUIRE(redsync::test::all_vote(mb, 20s));
+
+  auto redirected = ma.try_lock(redsync::context::timeout(10s));
+  CHECK_MESSAGE(!redirected.ok(), redirected.describe());
+  CHECK_MESSAGE(redirected.describe().find("redirected") != std::string::npos, redirected.describe());
+  if (redirected.ok()) (void)ma.unlock(redsync::context::timeout(5s));
+  CHECK(redsync::test::all_vote(ma, 10s));
+}
+
 TEST_SUITE_END();
