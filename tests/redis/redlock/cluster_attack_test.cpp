@@ -434,7 +434,7 @@ TEST_CASE("a release answered CLUSTERDOWN is retried and lands once the cluster 
 // by the server mark (above): the promoted seed's mark differs from the
 // handshake's identity, so the client reads its INFO again.
 TEST_CASE("a replica given as the first seed and promoted later votes for its slots once repaired" *
-          doctest::may_fail()) {
+          doctest::timeout(90)) {
   redis_cluster cl(cluster_config{.masters = 1, .replicas = 1});
   const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(cl[1].port()) +
                           ",127.0.0.1:" + std::to_string(cl[0].port());
