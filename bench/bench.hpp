@@ -66,6 +66,9 @@ json run_ladder(const config& cfg);
 json run_contention(const config& cfg);
 json run_semaphore(const config& cfg);
 json run_cluster(const config& cfg);
+// The blocking cycle alone, standalone against cluster members whose
+// masters have replicas (masters' CPU and commandstats).
+json run_cluster_cycle(const config& cfg);
 
 // One throughput point (throughput.cpp): a locker per name on cfg.nodes,
 // each looping lock_async -> unlock_async for cfg.duration after a tenth of

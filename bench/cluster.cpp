@@ -475,10 +475,24 @@ json run_cluster(const config& cfg) {
       c.nodes = on_cluster ? lists.cluster : lists.standalone;
       fmt::print(stderr, "redsync_bench: cluster: throughput, {} lockers, {} members\n", k,
                  on_cluster ? "cluster" : "standalone");
+      // The servers' time inside commands (commandstats, warm-up included:
+      // a tenth of the window), against their processes' CPU: the rest is
+      // per-request work outside commands (reading, writing, the loop).
+      if (on_cluster)
+        reset_stats(admins);
+      else
+        reset_stats(standalone_servers);
       json p = throughput_point(c, names_over_all_slots(on_cluster ? "cl-tp-c" : "cl-tp-s", k),
                                 on_cluster ? cluster_pids : standalone_pids);
+      const command_stats st = on_cluster ? read_stats(admins) : read_stats(standalone_servers);
+      double usec = 0;
+      for (const auto& [name, stat] : st) usec += stat.usec;
+      const double seconds = std::chrono::duration<double>(cfg.duration).count() * 1.1;
       json point;
-      point.text("members", on_cluster ? "cluster" : "standalone").object("point", p);
+      point.text("members", on_cluster ? "cluster" : "standalone")
+          .object("point", p)
+          .num("servers_in_commands_pct", usec / (seconds * 1e6) * 100.0)
+          .object("server_us_per_call", server_us(st));
       points.push_back(point);
     }
   }
@@ -525,6 +539,44 @@ json run_cluster(const config& cfg) {
       .object("cycle", cycle)
       .array("raw", raw)
       .object("moved", moved);
+  return j;
+}
+
+json run_cluster_cycle(const config& cfg) {
+  // The blocking cycle alone, for members whose masters have replicas
+  // (scripts/bench --only-cluster's second pass): the failover check's WAIT
+  // is then on the hot path. Server CPU is the masters' (a replica's work is
+  // replicating, which the standalone members do not do), commandstats too.
+  const member_lists lists = split_members(cfg.nodes);
+  std::vector<cluster_admin> admins;
+  std::vector<std::string> master_uris;
+  std::size_t replicas = 0;
+  for (const auto& uri : lists.cluster) {
+    admins.push_back(read_member(uri));
+    for (const std::size_t m : admins.back().masters)
+      master_uris.push_back("redis://" + admins.back().servers[m].address);
+    replicas += admins.back().servers.size() - admins.back().masters.size();
+  }
+  transport standalone_servers(lists.standalone);
+  transport cluster_masters(master_uris);
+  fmt::print(stderr, "redsync_bench: cluster_cycle: blocking cycle ({} masters, {} replicas)\n",
+             master_uris.size(), replicas);
+  reset_stats(standalone_servers);
+  const cycle_run s_cycle = blocking_cycles(cfg, lists.standalone, standalone_servers);
+  const command_stats over_s_cycle = read_stats(standalone_servers);
+  reset_stats(admins);
+  const cycle_run c_cycle = blocking_cycles(cfg, lists.cluster, cluster_masters);
+  const command_stats over_cycle = read_stats(admins);
+  const double cycles = cfg.warmup + cfg.iterations;
+  json j;
+  j.integer("cluster_masters", static_cast<std::int64_t>(master_uris.size()))
+      .integer("cluster_replicas", static_cast<std::int64_t>(replicas))
+      .object("standalone", json{}.object("cycle", s_cycle.cycle.summary()).object("cpu", s_cycle.cpu))
+      .object("cluster", json{}.object("cycle", c_cycle.cycle.summary()).object("cpu", c_cycle.cpu))
+      .integer("failures", s_cycle.failures + c_cycle.failures)
+      .object("standalone_commands_per_cycle", per_op(over_s_cycle, cycles))
+      .object("cluster_commands_per_cycle", per_op(over_cycle, cycles))
+      .object("cluster_server_us_per_call", server_us(over_cycle));
   return j;
 }
 

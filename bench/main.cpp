@@ -42,9 +42,12 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention, semaphore, cluster, durable
-                       (cluster: --nodes lists standalone and redis+cluster://
-                       members, 3 of each in scripts/bench; durable: every
+                       memory, ladder, contention, semaphore, cluster,
+                       cluster_cycle, durable
+                       (cluster, cluster_cycle: --nodes lists standalone and
+                       redis+cluster:// members, 3 of each in scripts/bench;
+                       cluster_cycle: the blocking cycle alone, for members
+                       whose masters have replicas; durable: every
                        node needs a replica, scripts/bench --only-durable)
                        (default: floor,cycle,throughput,handover,memory)
   --iterations N       samples per latency figure (default 2000)
@@ -164,6 +167,7 @@ int main(int argc, char** argv) {
       {"contention", bench::run_contention},
       {"semaphore", bench::run_semaphore},
       {"cluster", bench::run_cluster},
+      {"cluster_cycle", bench::run_cluster_cycle},  // scripts/bench --only-cluster, members with replicas
       {"durable", bench::run_durable},  // every node needs a replica: scripts/bench --only-durable
   };
   bench::json out;
