@@ -158,12 +158,18 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry,
       return true;
     }
     if (vote->server_mark != n.identity_mark) {
+      eng_.read_identity(i, n.served_by);
+      // A master whose INFO showed why it can never vote says that (its
+      // identity is unknown, so no mark matches; the read above sees a fix).
+      if (!n.problem.empty()) {
+        why = n.problem;
+        return true;
+      }
       why = fmt::format(
           "{} is no longer the server this client identified at that address (run_id {}): it was promoted, "
           "resynchronised or reloaded since (server_mark.hpp); its identity is read again, and a later vote "
           "counts once its record is verified for it",
           n.served_by, n.identity.empty() ? std::string("unknown") : short_id(n.identity));
-      eng_.read_identity(i, n.served_by);
       return true;
     }
   }
