@@ -42,7 +42,7 @@ struct durable_join {
                                    "know its replicas yet (a MOVED named it): no vote until the map is read",
                                    s.served_by.empty() ? std::string("the slot's master") : s.served_by));
     }
-    if (!spec.master.empty() && s.served_by != spec.master) {
+    if (!spec.master.empty() && s.served_by != spec.master && !needs_no_wait(s.served_by)) {
       return refuse(
           s, fmt::format("failover check: the script was redirected from {} to {}, whose replicas "
                          "this member's slot map does not know yet: no vote until the map is read",
@@ -77,6 +77,18 @@ struct durable_join {
     }
     if (why.empty()) return finish(std::move(s));
     refuse(s, std::move(why));
+  }
+
+  // A script that a MOVED sent to `master` needs no WAIT when none was
+  // asked for and the map, as the MOVED left it, has `master` serve the
+  // slot with no replica listed (a migration to a known master without
+  // replicas): the rule's own assumption, as for a call sent there first.
+  // A master only the MOVED named has unknown replicas (-1), an ASK leaves
+  // the owner unchanged: both refused.
+  bool needs_no_wait(const std::string& master) const {
+    const cluster_router* router = to.m != nullptr && to.is_cluster() ? to.m->router() : nullptr;
+    return spec.replicas == 0 && router != nullptr && router->owner_address(to.slot) == master &&
+           router->replicas_of(to.slot) == 0;
   }
 
   void refuse(const command_result& s, std::string why) {

@@ -52,7 +52,9 @@
 // it saw replaced. A shard without replicas cannot fail over: no WAIT. A master whose replicas are unknown (a
 // MOVED named it since the last map read) gets no vote until the map was read, nor does a script that a
 // MOVED or ASK sent on to another master than the one whose replicas were counted (durable_spec::master:
-// with no replica listed for the map's owner, no WAIT was even sent). Loop thread only.
+// with no replica listed for the map's owner, no WAIT was even sent), unless no WAIT was asked for and the
+// map, as the MOVED left it, lists no replica for the new owner (a migration to a known master without
+// replicas). Loop thread only.
 
 #include "redlock/script_call.hpp"
 #include "transport/reply.hpp"
