@@ -8,7 +8,6 @@
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/scripts.hpp"
-#include "redlock/server_mark.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>
@@ -53,25 +52,6 @@ struct node_trust::look {
 node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot)
     : eng_(eng), guard_(guard), fixed_window_(window), slot_(slot), nodes_(eng.size()) {}
 
-void node_trust::copy_identity(std::size_t i, const node_trust& other) {
-  nodes_[i].identity = other.nodes_[i].identity;
-  nodes_[i].problem = other.nodes_[i].problem;
-  nodes_[i].run_id = other.nodes_[i].run_id;
-}
-
-void node_trust::adopt_master(std::size_t i, std::string_view served_by) {
-  // Standalone results name no master; after shutdown began the members are gone.
-  if (served_by.empty() || !eng_.can_send() || !eng_.node(i).is_cluster()) return;
-  server_identity id = eng_.cluster_identity(i, std::string(served_by));
-  node& n = nodes_[i];
-  if (id.identity != n.identity || n.identity_mark.empty())
-    n.identity_mark = id.identity.empty() ? std::string() : server_mark(id.identity);
-  n.identity = std::move(id.identity);
-  n.problem = std::move(id.problem);
-  n.run_id = std::move(id.run_id);
-  n.served_by.assign(served_by);
-}
-
 std::string node_trust::record_of(std::size_t i) const {
   return eng_.node(i).is_cluster() ? cluster_record_key(slot_) : std::string(record_key);
 }
@@ -85,47 +65,6 @@ std::chrono::milliseconds node_trust::repair_delay(milliseconds recorded) const 
   // Whether or not the guard is on: the fencing proof needs every
   // acquisition that may have counted the node before its loss to be over.
   return std::max({fixed_window_, eng_.longest_expiry(), recorded, recorded_window_});
-}
-
-void node_trust::on_server_info(std::size_t i, const reply& info) {
-  server_identity id = identify_server(info, eng_.script_mode());
-  nodes_[i].identity = std::move(id.identity);
-  nodes_[i].problem = std::move(id.problem);
-  nodes_[i].run_id = std::move(id.run_id);
-}
-
-std::string node_trust::same_server(std::size_t i, const std::vector<node_result>& round) const {
-  const std::string& run_id = nodes_[i].run_id;
-  if (run_id.empty()) return {};
-  for (std::size_t j = 0; j < nodes_.size(); ++j) {
-    if (j == i) continue;
-    const bool earlier_name = j < i && nodes_[j].run_id == run_id;
-    const bool counted_here =
-        j < round.size() && round[j].status == node_status::ok && nodes_[j].voted_run_id == run_id;
-    if (!earlier_name && !counted_here) continue;
-    return fmt::format(
-        "node {} ({}) is the same server as node {} ({}) (run_id {}): one server must not vote twice, so "
-        "this node never votes; list each server once",
-        i + 1, eng_.uri(i), j + 1, eng_.uri(j), short_id(run_id));
-  }
-  return {};
-}
-
-std::vector<std::string> node_trust::later_names() const {
-  std::vector<std::string> out;
-  const std::vector<node_result> none;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (first_of_its_server(i)) continue;
-    out.resize(nodes_.size());
-    out[i] = same_server(i, none);
-  }
-  return out;
-}
-
-bool node_trust::first_of_its_server(std::size_t i) const {
-  for (std::size_t j = 0; j < i; ++j)
-    if (!nodes_[i].run_id.empty() && nodes_[j].run_id == nodes_[i].run_id) return false;
-  return true;
 }
 
 bool node_trust::window_covers(std::size_t i, milliseconds expiry) const {
@@ -148,31 +87,7 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry,
                            const std::vector<node_result>& round, std::string& why) {
   node& n = nodes_[i];
   n.counted_window = milliseconds::zero();
-  if (eng_.node(i).is_cluster()) {
-    // The identity of the server that ran the script, read in the script
-    // (server_mark.hpp): it must be the one this client holds for that
-    // master, or the vote rests on an identity the server no longer has.
-    const std::optional<acquire_vote> vote = read_acquire_vote(r);
-    if (!vote || vote->server_mark.empty()) {
-      why = "unexpected reply to the acquisition (no server mark)";
-      return true;
-    }
-    if (vote->server_mark != n.identity_mark) {
-      eng_.read_identity(i, n.served_by);
-      // A master whose INFO showed why it can never vote says that (its
-      // identity is unknown, so no mark matches; the read above sees a fix).
-      if (!n.problem.empty()) {
-        why = n.problem;
-        return true;
-      }
-      why = fmt::format(
-          "{} is no longer the server this client identified at that address (run_id {}): it was promoted, "
-          "resynchronised or reloaded since (server_mark.hpp); its identity is read again, and a later vote "
-          "counts once its record is verified for it",
-          n.served_by, n.identity.empty() ? std::string("unknown") : short_id(n.identity));
-      return true;
-    }
-  }
+  if (eng_.node(i).is_cluster() && !answered_by_known_server(i, r, why)) return true;
   if (!n.problem.empty()) {
     why = n.problem;
     return true;

@@ -223,6 +223,10 @@ class node_trust {
   // exclude_yes without telling telemetry.
   bool judge_yes(std::size_t i, const reply& r, std::chrono::milliseconds expiry,
                  const std::vector<node_result>& round, std::string& why);
+  // Cluster member i's yes `r` carries the server mark of the identity this
+  // client holds for the master that answered (server_mark.hpp); else false
+  // with the reason, and that master's INFO is read again.
+  bool answered_by_known_server(std::size_t i, const reply& r, std::string& why);
   // Why node i's yes must not count because another node is the same
   // server, or empty.
   std::string same_server(std::size_t i, const std::vector<node_result>& round) const;

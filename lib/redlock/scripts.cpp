@@ -10,6 +10,8 @@
 #include "redlock/server_mark.hpp"
 #include "util/sha1.hpp"
 
+#include <stdexcept>
+
 namespace redsync::detail {
 
 namespace {
@@ -254,7 +256,7 @@ if won then
     window = tonumber(ARGV[2])
     redis.call('HSET', record, 'window', window)
   end
-  return vote({token, stamp[1] or '', age, window, in_line})
+  return {token, stamp[1] or '', age, window, in_line}
 end
 if mode == '0' then
   for i = 1, n do
@@ -340,19 +342,31 @@ const lua_script& line_script() {
 }  // namespace
 
 const lua_script& acquire_script() {
-  // The standalone form answers plain votes; the cluster form (SPUBLISH,
-  // the mark key last) appends the server mark to its yes.
-  const auto join = [](std::string_view head, std::string_view publish, std::string_view vote) {
-    std::string s(head);
+  // The standalone form: the bytes (and SHA1) every standalone member has
+  // run. The cluster form publishes with SPUBLISH, takes the server mark's
+  // key last and appends the mark to its yes (server_mark.hpp).
+  static const std::string plain_source = [] {
+    std::string s(acquire_head);
     s += line_prelude_head;
-    s += publish;
+    s += standalone_publish;
     s += line_prelude_tail;
-    s += vote;
     s += acquire_body;
     return s;
-  };
-  static const std::string cluster_source = join(acquire_cluster_head, cluster_publish, mark_vote);
-  static const std::string plain_source = join(acquire_head, standalone_publish, plain_vote);
+  }();
+  static const std::string cluster_source = [] {
+    std::string body(acquire_body);
+    const std::string_view yes = "return {token, stamp[1] or '', age, window, in_line}";
+    const auto at = body.find(yes);
+    if (at == std::string::npos) throw std::logic_error("acquire script: its yes not found");
+    body.replace(at, yes.size(), "return vote({token, stamp[1] or '', age, window, in_line})");
+    std::string s(acquire_cluster_head);
+    s += line_prelude_head;
+    s += cluster_publish;
+    s += line_prelude_tail;
+    s += mark_vote;
+    s += body;
+    return s;
+  }();
   static const lua_script cluster{cluster_source, sha1_hex(cluster_source), nullptr};
   static const lua_script plain{plain_source, sha1_hex(plain_source), &cluster};
   return plain;

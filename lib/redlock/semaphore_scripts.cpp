@@ -70,7 +70,7 @@ if window < tonumber(ARGV[4]) then
   window = tonumber(ARGV[4])
   redis.call('HSET', record, 'window', window)
 end
-return vote({token, stamp[1] or '', age, window, listed})
+return {token, stamp[1] or '', age, window, listed}
 )lua";
 
 // The release, around its publish command (standalone_publish or
@@ -157,22 +157,27 @@ std::string permit_member(std::uint32_t slot, std::string_view id) {
 
 namespace {
 
-// The acquisition's standalone form (plain votes) naming its cluster form
-// (the mark key last, the server mark appended to a grant), with the slot
-// test replaced by `slot_test` in both.
+// The acquisition's standalone form (the bytes standalone members have
+// run) naming its cluster form (the mark key last, the server mark appended
+// to a grant), with the slot test replaced by SlotTest in both.
 template <const std::string_view& SlotTest>
 const lua_script& acquire_variant() {
-  const auto join = [](std::string_view vote) {
-    std::string s(prelude);
-    s += vote;
-    s += acquire_source;
-    const std::string_view test = "slot_live or count >= k";
-    const auto at = s.find(test);
-    if (at == std::string::npos) throw std::logic_error("semaphore acquire script: slot test not found");
-    return s.replace(at, test.size(), SlotTest);
+  const auto replace = [](std::string s, std::string_view what, std::string_view with) {
+    const auto at = s.find(what);
+    if (at == std::string::npos) throw std::logic_error("semaphore acquire script: piece not found");
+    return s.replace(at, what.size(), with);
   };
-  static const std::string cluster_source = join(mark_vote);
-  static const std::string plain_source = join(plain_vote);
+  const auto join = [&replace](bool cluster) {
+    std::string s(prelude);
+    if (cluster) s += mark_vote;
+    s += acquire_source;
+    s = replace(std::move(s), "slot_live or count >= k", SlotTest);
+    if (!cluster) return s;
+    return replace(std::move(s), "return {token, stamp[1] or '', age, window, listed}",
+                   "return vote({token, stamp[1] or '', age, window, listed})");
+  };
+  static const std::string cluster_source = join(true);
+  static const std::string plain_source = join(false);
   static const lua_script cluster{cluster_source, sha1_hex(cluster_source), nullptr};
   static const lua_script plain{plain_source, sha1_hex(plain_source), &cluster};
   return plain;

@@ -15,12 +15,6 @@ std::string cluster_server_mark_key(std::uint16_t slot) {
   return cluster_record_key(slot) + ":server";
 }
 
-const std::string_view plain_vote = R"lua(
-local function vote(t)
-  return t
-end
-)lua";
-
 // The identity as identify_server builds it (node_identity.cpp): run_id,
 // ':' master_replid, and ':load=L/E' once the server run loaded a file.
 const std::string_view mark_vote = R"lua(

@@ -62,10 +62,9 @@ std::string server_mark(std::string_view identity);
 // slot of its record.
 std::string cluster_server_mark_key(std::uint16_t slot);
 
-// Lua for the scripts that answer a vote: `vote(t)` returns the answer
-// table `t`; on a cluster member (mark_vote, whose script has the mark key
-// as its last KEY) with the server mark appended.
-extern const std::string_view plain_vote;
+// Lua for the cluster form of a script that answers a vote (its mark key
+// is its last KEY): `vote(t)` returns the answer table `t` with the server
+// mark appended.
 extern const std::string_view mark_vote;
 
 }  // namespace redsync::detail

@@ -1,6 +1,7 @@
 #include "redlock/cluster_keys.hpp"
 #include "redlock/lock_keys.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/server_mark.hpp"
 #include "util/cluster_slot.hpp"
 
 #include <redsync/error.hpp>
@@ -64,9 +65,10 @@ TEST_CASE("a lock's keys on a standalone member are today's, on a cluster member
   const lock_keys cluster(names, true);
   const std::uint16_t slot = cluster_name_slot("orders");
   CHECK(cluster.record == cluster_record_key(slot));
-  CHECK(cluster.acquire_keys == std::vector<std::string_view>{"{orders}", cluster.record,
-                                                              "{orders}:redsync-line",
-                                                              "{orders}:redsync-leases"});
+  CHECK(cluster.server_mark == cluster_server_mark_key(slot));
+  CHECK(cluster.acquire_keys ==
+        std::vector<std::string_view>{"{orders}", cluster.record, "{orders}:redsync-line",
+                                      "{orders}:redsync-leases", cluster.server_mark});
   CHECK(cluster.channels == std::vector<std::string>{"redsync:release:{orders}"});
   for (const auto key : cluster.acquire_keys) CHECK(key_slot(key) == slot);
   for (const auto& c : cluster.channels) CHECK(key_slot(c) == slot);
@@ -79,7 +81,7 @@ TEST_CASE("a multi-name lock over cluster members has one key group per slot, in
   CHECK(one.groups[0]->acquire_keys ==
         std::vector<std::string_view>{"{o}:1", "{o}:2", cluster_record_key(key_slot("o")),
                                       "{o}:1:redsync-line", "{o}:2:redsync-line", "{o}:1:redsync-leases",
-                                      "{o}:2:redsync-leases"});
+                                      "{o}:2:redsync-leases", cluster_server_mark_key(key_slot("o"))});
   // "a" and "c" share no slot with "b"; the groups follow the slots.
   const std::vector<std::string> names{"a", "b", "{a}:2"};
   const cluster_layout split = make_cluster_layout(names);
@@ -139,21 +141,34 @@ TEST_CASE("a call is encoded once per kind of member") {
   CHECK(both.for_member(false).script == &release_script());
 }
 
-TEST_CASE("the standalone scripts keep their SHA1s; a cluster variant differs only in SPUBLISH") {
+TEST_CASE(
+    "the standalone scripts keep their SHA1s; a cluster variant differs only in SPUBLISH, and the "
+    "acquisition's also in the server mark") {
   // Pinned: deployed clients share these scripts' cache entries, and a
   // standalone member must run exactly what it ran before cluster members.
   CHECK(acquire_script().sha1 == "30fa2ee808fe013e45121ba73ecbb8cc141b3b01");
   CHECK(leave_script().sha1 == "30f2b2f3f06af8b81b0f22a03534d607f86dae29");
   CHECK(release_script().sha1 == "797ea5e7abae23258e2716ac64a8a9fa411596b6");
+  const auto replaced = [](std::string s, const std::string& what, const std::string& with) {
+    const auto at = s.find(what);
+    REQUIRE(at != std::string::npos);
+    CHECK(s.find(what, at + 1) == std::string::npos);  // once
+    return s.replace(at, what.size(), with);
+  };
   for (const lua_script* s : {&acquire_script(), &leave_script(), &release_script()}) {
     REQUIRE(s->cluster != nullptr);
     CHECK(s->cluster->cluster == nullptr);
-    std::string expected(s->source);
-    const std::string publish = "redis.call('PUBLISH', ";
-    const auto at = expected.find(publish);
-    REQUIRE(at != std::string::npos);
-    CHECK(expected.find(publish, at + 1) == std::string::npos);  // one publish call
-    expected.replace(at, publish.size(), "redis.call('SPUBLISH', ");
+    std::string expected =
+        replaced(std::string(s->source), "redis.call('PUBLISH', ", "redis.call('SPUBLISH', ");
+    if (s == &acquire_script()) {
+      // The mark's key is the last KEY; the mark goes last in the yes.
+      expected = replaced(expected, "local n = (#KEYS - 1) / 3", "local n = (#KEYS - 2) / 3");
+      const std::string yes = "return {token, stamp[1] or '', age, window, in_line}";
+      expected = replaced(expected, yes, "return vote({token, stamp[1] or '', age, window, in_line})");
+      const auto body = expected.find("\nlocal record = KEYS[n + 1]");
+      REQUIRE(body != std::string::npos);
+      expected.insert(body, std::string(mark_vote));
+    }
     CHECK(std::string(s->cluster->source) == expected);
     CHECK(s->cluster->sha1 != s->sha1);
   }
