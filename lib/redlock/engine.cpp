@@ -65,6 +65,7 @@ engine::engine(std::vector<member_spec> members, const redsync_options& options)
             k + 1, addresses_.size() + 1, address));
     }
     addresses_.push_back(address);
+    cluster_members_.push_back(cluster);
     if (cluster) {
       has_cluster_ = true;
       uris_.push_back(text);

@@ -76,6 +76,9 @@ class engine {
   const std::string& uri(std::size_t i) const noexcept { return uris_[i]; }
   // Some member is a whole Redis Cluster (docs/cluster.md).
   bool has_cluster_members() const noexcept { return has_cluster_; }
+  // Member i is a whole Redis Cluster. Unlike node(i), also during and after
+  // shutdown (a round's late answers are judged then).
+  bool is_cluster_member(std::size_t i) const noexcept { return cluster_members_[i]; }
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
   // may be sent after that.
@@ -134,6 +137,7 @@ class engine {
   std::vector<std::unique_ptr<member>> pools_;
   std::size_t size_ = 0;
   bool has_cluster_ = false;
+  std::vector<bool> cluster_members_;  // per member: a Redis Cluster
   // Loop thread: true until shut_down. The INFO listeners given to the
   // pools and routers check it: connections outlive an engine destroyed on
   // its own loop thread (they drain), and their INFO replies must not reach

@@ -53,7 +53,7 @@ node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window
     : eng_(eng), guard_(guard), fixed_window_(window), slot_(slot), nodes_(eng.size()) {}
 
 std::string node_trust::record_of(std::size_t i) const {
-  return eng_.node(i).is_cluster() ? cluster_record_key(slot_) : std::string(record_key);
+  return eng_.is_cluster_member(i) ? cluster_record_key(slot_) : std::string(record_key);
 }
 
 std::chrono::milliseconds node_trust::window() const {
@@ -87,7 +87,9 @@ bool node_trust::judge_yes(std::size_t i, const reply& r, milliseconds expiry,
                            const std::vector<node_result>& round, std::string& why) {
   node& n = nodes_[i];
   n.counted_window = milliseconds::zero();
-  if (eng_.node(i).is_cluster() && !answered_by_known_server(i, r, why)) return true;
+  // is_cluster_member, not node(i): answers that arrive while the engine
+  // shuts down are judged after its members are gone.
+  if (eng_.is_cluster_member(i) && !answered_by_known_server(i, r, why)) return true;
   if (!n.problem.empty()) {
     why = n.problem;
     return true;

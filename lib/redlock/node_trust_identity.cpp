@@ -92,7 +92,7 @@ bool node_trust::answered_by_known_server(std::size_t i, const reply& r, std::st
     return false;
   }
   if (vote->server_mark != n.identity_mark) {
-    eng_.read_identity(i, n.served_by);
+    if (eng_.can_send()) eng_.read_identity(i, n.served_by);
     // A master whose INFO showed why it can never vote says that (its
     // identity is unknown, so no mark matches; the read above sees a fix).
     if (!n.problem.empty()) {
