@@ -35,7 +35,7 @@
 // counter are thrown away when it rejoins as a replica. So on a cluster
 // member a yes to an acquisition or an extension counts only when, right
 // after the script, on the same connection, `WAIT r t` answered at least r,
-// r being the replicas the member's map lists online for the slot's shard
+// r being the replicas the member's map lists (not failed) for the slot's shard
 // (and at least durable_replicas). Why that shows the server was still the
 // slot's master after the script ran: a replica that acknowledged the
 // script's writes was replicating from that server after they were made,
@@ -46,7 +46,7 @@
 // as the map lists them) all acknowledged had not been replaced when the
 // script ran, and every replica that could be promoted holds the script's
 // writes. Assumptions, stated in docs/cluster.md: a replica that is not
-// listed online in the member's map is not promoted (the map is read
+// listed (online or loading) in the member's map is not promoted (the map is read
 // again whenever a WAIT falls short, after every MOVED, after a master did
 // not answer, and at least every 5 s while commands flow); a replica does not keep replicating from a master
 // it saw replaced. A shard without replicas cannot fail over: no WAIT. A master whose replicas are unknown (a
@@ -92,7 +92,7 @@ durable_spec durable_spec_of(const mutex_options& o, std::chrono::microseconds c
 
 // The WAIT a yes from `to` needs: `durable` (durable_spec_of) on a
 // standalone member; on a cluster member at least the replicas the map
-// lists online for the slot's shard (the failover check above), with
+// lists, not failed, for the slot's shard (the failover check above), with
 // `durable`'s timeout or else half the command timeout.
 durable_spec wait_needed(const durable_spec& durable, member_slot to,
                          std::chrono::microseconds command_timeout);

@@ -72,7 +72,7 @@ std::optional<slot_map> parse_cluster_shards(const reply& r, std::string_view as
     if (!slots->elements.empty()) ++m.shards;
     int replicas = 0;
     for (const reply& node : nodes->elements)
-      replicas += text(field(node, "role")) == "replica" && text(field(node, "health")) == "online" ? 1 : 0;
+      replicas += text(field(node, "role")) == "replica" && text(field(node, "health")) != "fail" ? 1 : 0;
     for (const reply& node : nodes->elements) {
       if (text(field(node, "role")) != "master" || text(field(node, "health")) != "online") continue;
       const reply* port =

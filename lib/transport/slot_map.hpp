@@ -21,14 +21,20 @@ struct cluster_master {
   int port = 0;
   std::string id;  // node id; empty when CLUSTER SLOTS did not say
   std::vector<std::pair<std::uint16_t, std::uint16_t>> slots;  // ranges it serves, inclusive
-  // Its replicas whose health is online (CLUSTER SHARDS) or that are listed
-  // (CLUSTER SLOTS); -1 when unknown: a master a MOVED named that the last
-  // map read did not list as one. The failover check waits for them
-  // (durable_wait.hpp). Not "loading": a node says that of a replica that
-  // died in a one-master cluster (no other master can mark it failed, so it
-  // would be counted for ever and the member never vote again), as well as
-  // of a replica whose offset it has not heard yet right after it joined,
-  // which the next map read (at most 5 s later while commands flow) counts.
+  // Its replicas whose health is not "fail" (CLUSTER SHARDS: "online" and
+  // "loading") or that are listed (CLUSTER SLOTS); -1 when unknown: a
+  // master a MOVED named that the last map read did not list as one. The
+  // failover check waits for them (durable_wait.hpp). "loading" counts: a
+  // node says that of a replica still in its first synchronisation, and of
+  // one whose offset gossip has not brought yet (until the master's first
+  // replication PING on an idle shard, 10 s); either may be promoted, and
+  // an idle client that kept such a map asked for no WAIT, so a replaced
+  // master's yes counted (two holders in the chaos meta-test's tuning). A
+  // synchronised replica acknowledges whatever the map says; one still
+  // loading keeps its master's votes out until it is (it lacks the writes
+  // a vote would rest on). The other "loading", a replica that died in a
+  // one-master cluster where nobody can mark it failed, gets no WAIT at
+  // all (cluster_router::replicas_of: one shard).
   int replicas = -1;
 };
 
