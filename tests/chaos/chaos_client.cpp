@@ -4,6 +4,7 @@
 //   chaos_client run --nodes URI,... --resource FILE --names a,b --history FILE
 //                    --mode blocking|async|auto [--expiry MS] [--fail-fast]
 //                    [--work MS] [--duration S] [--seed N] [--lock-timeout MS]
+//                    [--unsafe-no-failover-check]
 //   chaos_client semaphore --nodes URI,... --resource FILE --names a,b,s/0,s/1
 //                    --history FILE --semaphore s --permits K --async 0|1
 //                    [--unsafe-majority-count-only] [--expiry MS] [--work MS]
@@ -15,7 +16,10 @@
 // counting semaphore of K permits (blocking or future API); its sections
 // use the resource's slot named "s/<permit slot>", so fencing is checked per
 // slot. `--unsafe-majority-count-only` makes it the known-unsafe semaphore
-// of the meta-test (lib/redlock/semaphore_test_access.hpp). `touch` is the command that
+// of the meta-test (lib/redlock/semaphore_test_access.hpp), and
+// `--unsafe-no-failover-check` turns off the failover check of cluster
+// members for the cluster meta-test (lib/redlock/failover_check_test_access.hpp).
+// `touch` is the command that
 // `redsync lock NAME -- chaos_client touch ...` runs: one section with the
 // token the tool passes in REDSYNC_FENCING_TOKEN.
 #include <redsync/redsync.hpp>
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "history.hpp"
+#include "redlock/failover_check_test_access.hpp"
 #include "redlock/semaphore_test_access.hpp"
 #include "section.hpp"
 #include "shared_resource.hpp"
@@ -71,7 +76,7 @@ arguments parse(int argc, char** argv) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument \"" + k + "\"");
     k = k.substr(2);
-    if (k == "fail-fast" || k == "unsafe-majority-count-only") {
+    if (k == "fail-fast" || k == "unsafe-majority-count-only" || k == "unsafe-no-failover-check") {
       a.values[k] = "1";
     } else if (i + 1 < argc) {
       a.values[k] = argv[++i];
@@ -121,6 +126,10 @@ int run_client(const arguments& a) {
   const auto lock_timeout = std::chrono::milliseconds(a.number("lock-timeout", 3000));
   std::mt19937_64 rng(static_cast<std::uint64_t>(a.number("seed", ::getpid())));
 
+  // Before the first Redsync: its loop thread reads the switch.
+  const bool unchecked = a.has("unsafe-no-failover-check");
+  if (unchecked) redsync::detail::failover_check_test_access::disable();
+
   redsync::chaos::shared_resource resource(a.get("resource"));
   history h(a.get("history"), a.get("client", mode));
   redsync::Redsync rs(redsync::parse_members(a.get("nodes")),
@@ -134,10 +143,11 @@ int run_client(const arguments& a) {
   h.record(
       "start",
       fmt::format(
-          R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{})",
+          R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{},)"
+          R"("failover_check":{})",
           mode, expiry.count(), work.count(), lock_timeout.count(),
           static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor),
-          options.fail_fast));
+          options.fail_fast, !unchecked));
   const auto end = std::chrono::steady_clock::now() + duration;
   while (std::chrono::steady_clock::now() < end) {
     const std::size_t slot = std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng);
