@@ -347,6 +347,9 @@ def cluster_figures(run_dir, firewall, node_timeout_ms):
     events = checker.load_lines(os.path.join(run_dir, "nemesis.jsonl"))
     faults = [e for e in events if e["op"] == "fault"]
     promoted = [e for e in events if e["op"] == "promoted" and e.get("kind") == "kill_promote_lagging"]
+    # partition_promote: what the cut-off master said once its replica was
+    # promoted, and what it had accepted that the replica never got.
+    stale = [e for e in events if e["op"] == "stale_master" and e.get("kind") == "partition_promote"]
     return {
         "members": MEMBERS, "masters_per_member": MASTERS, "replicas_per_master": 1,
         "cluster_node_timeout_ms": node_timeout_ms,
@@ -356,6 +359,10 @@ def cluster_figures(run_dir, firewall, node_timeout_ms):
         "errors": sum(1 for e in events if e["op"] == "error"),
         "lagging_promotions": len(promoted),
         "lagging_promotions_that_lost_writes": sum(1 for e in promoted if (e.get("lost_bytes") or 0) > 0),
+        "partitioned_promotions": len(stale),
+        "partitioned_promotions_that_lost_writes": sum(1 for e in stale if (e.get("lost_bytes") or 0) > 0),
+        "partitioned_masters_answering_clusterdown": sum(1 for e in stale
+                                                         if "cluster_state fail" in e.get("stale_master", "")),
         "lagging_needs_root": not firewall,
     }
 

@@ -36,6 +36,16 @@ Kinds (weights in CLUSTER_KINDS):
                         still name it left in its sockets, before it hears
                         of its demotion (the stale master of issue 32: its
                         yes must not count), then rejoins as a replica
+  partition_promote     iptables rules cut the master of a name's slot off
+                        its cluster (its cluster bus both ways, and its
+                        replica's replication link) while clients still
+                        reach its data port; the cluster promotes the
+                        replica; 0.2-0.8 s later the rules go and the old
+                        master rejoins as a replica. What it accepted after
+                        the cut is lost (its yes must not count: no replica
+                        acknowledges it). Each logs the replication bytes
+                        lost and what the old master answered clients once
+                        its replica was promoted. Needs root.
   failover              CLUSTER FAILOVER on the replica (no write is lost)
   failover_force        CLUSTER FAILOVER FORCE (no agreement with the master)
   failover_takeover     CLUSTER FAILOVER TAKEOVER (no election either)
@@ -62,14 +72,17 @@ CLUSTER_KINDS = {
     "kill_promote": 3,
     "kill_promote_lagging": 3,
     "pause_promote": 3,
+    "partition_promote": 3,
     "failover": 4,
     "failover_force": 1,
     "failover_takeover": 1,
     "reshard": 7,
     "cluster_down": 1,
 }
-FAILOVERS = ("kill_promote", "kill_promote_lagging", "pause_promote", "failover", "failover_force",
-             "failover_takeover")
+FAILOVERS = ("kill_promote", "kill_promote_lagging", "pause_promote", "partition_promote", "failover",
+             "failover_force", "failover_takeover")
+# Kinds that need iptables (root, the harness's network namespace).
+FIREWALLED = ("kill_promote_lagging", "partition_promote")
 RESHARDS = ("reshard",)
 # Kinds that lose no acknowledged write: a graceful failover waits for the
 # replica to catch up, a migration moves the keys.
@@ -108,7 +121,8 @@ class ClusterNemesis:
         self.hold = hold  # how long a replica lags before its master is killed, a slot migrates
         self.firewall = firewall
         if not firewall:
-            self.kinds.pop("kill_promote_lagging", None)
+            for k in FIREWALLED:
+                self.kinds.pop(k, None)
         # together: the workers start each fault at once (the meta-test: a
         # holder's lock then misses on every member's promoted replica).
         self.barrier = threading.Barrier(len(clusters.members)) if together else None
@@ -123,7 +137,8 @@ class ClusterNemesis:
         self.takeover_after_kill = new_holder is not None
         self.touch_lock = threading.Lock()
         self.touched = {}  # name -> (member, until)
-        self.rules = set()
+        self.rules = {}  # iptables rule -> the member it cuts in
+        self.source_bound = set()  # nodes given a bind-source-addr by isolate()
         self.open_fault = {}  # member -> (kind, names) of its fault not healed yet
         self.stop_at = 0.0
         self.careful_pids = set()  # unused here; chaos.py sets it on every nemesis
@@ -216,6 +231,8 @@ class ClusterNemesis:
         try:
             if kind == "pause_promote":
                 self.pause_promote(member, kind, master, names, hold)
+            elif kind == "partition_promote":
+                self.partition_promote(member, kind, master, names, hold)
             elif kind.startswith("kill_promote"):
                 self.kill_promote(member, kind, master, names, hold, rng, lagging=kind.endswith("lagging"))
             elif kind.startswith("failover"):
@@ -247,7 +264,7 @@ class ClusterNemesis:
         self.fault(kind, member, names, master=master.label, replica=replica.label)
         if lagging:
             mark = self.new_holder(None) if self.new_holder else None
-            rule = self.cut_replication(master, replica)
+            rule = self.cut_replication(member, master)
             if self.new_holder:
                 deadline = time.monotonic() + 4.0
                 while time.monotonic() < deadline and not self.new_holder(mark):
@@ -295,7 +312,104 @@ class ClusterNemesis:
         member.wait_healthy(time.monotonic() + 20)
         self.heal(kind, member, names)
 
-    def cut_replication(self, master, replica):
+    def partition_promote(self, member, kind, master, names, hold):
+        replica = member.replica_of(master)
+        if replica is None:
+            self.record("skip", kind=kind, nodes=[member.index], why="the master has no live replica")
+            return
+        self.fault(kind, member, names, master=master.label, replica=replica.label)
+        rules = self.isolate(member, master)
+        try:
+            wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
+                       10 + 4 * self.clusters.node_timeout_ms / 1000.0)
+            repl = replica.info("replication")
+            promoted_at = int(repl.get("second_repl_offset", 0)) - 1
+            self.record("promoted", kind=kind, nodes=[member.index], names=names, replica=replica.label,
+                        stale_master=self.stale_answer(master))
+            # Clients whose maps name the old master still reach it meanwhile.
+            time.sleep(hold)
+            sent = int(master.info("replication").get("master_repl_offset", 0))
+            lost = max(0, sent - promoted_at) if promoted_at >= 0 else None
+            self.record("stale_master", kind=kind, nodes=[member.index], names=names, lost_bytes=lost,
+                        stale_master=self.stale_answer(master))
+        finally:
+            self.rejoin(master, rules)
+        member.wait_healthy(time.monotonic() + 20)
+        self.heal(kind, member, names)
+
+    def isolate(self, member, master):
+        """Cuts `master` off the other nodes of its member, not off clients:
+        its cluster bus both ways (the links others opened to its bus port,
+        and the ones it opened to theirs) and its replicas' replication
+        links. Its data port stays open, so clients whose maps name it
+        still reach it. Returns the rules, for rejoin().
+
+        Every node listens on 127.0.0.1 and announces it
+        (clusters.py), so the links the master opens are told apart by
+        their source address: from now on they come from an address of
+        its own (bind-source-addr), dropped both ways; the ones it had
+        opened before are dropped by their ports."""
+        others = [n for n in member.nodes if n is not master]
+        source = "127.0.%d.%d" % (1 + member.index, 1 + member.nodes.index(master))
+        r = master.call("CONFIG", "SET", "bind-source-addr", source)
+        if isinstance(r, Exception):
+            raise FaultFailed("CONFIG SET bind-source-addr: %s" % r)
+        self.source_bound.add(master)
+        rules = [["-p", "tcp", "--dport", str(master.bus_port), "-j", "DROP"],
+                 ["-p", "tcp", "--sport", str(master.bus_port), "-j", "DROP"],
+                 ["-s", source, "-j", "DROP"], ["-d", source, "-j", "DROP"]]
+        bus_ports = {n.bus_port for n in others}
+        for local, remote in self.links_of(master):
+            if remote in bus_ports:
+                rules.append(["-p", "tcp", "--sport", str(local), "--dport", str(remote), "-j", "DROP"])
+                rules.append(["-p", "tcp", "--sport", str(remote), "--dport", str(local), "-j", "DROP"])
+        for line in master.call("CLIENT", "LIST", "TYPE", "replica").decode().splitlines():
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            port = fields["addr"].rsplit(":", 1)[1]
+            rules.append(["-p", "tcp", "--sport", str(master.port), "--dport", port, "-j", "DROP"])
+            rules.append(["-p", "tcp", "--sport", port, "--dport", str(master.port), "-j", "DROP"])
+        for rule in rules:
+            self.cut(member, rule)
+        return rules
+
+    @staticmethod
+    def links_of(node):
+        """(local port, remote port) of node's established TCP connections."""
+        out = subprocess.run(["ss", "-tnpH", "state", "established"], check=True, capture_output=True,
+                             text=True).stdout
+        links = []
+        for line in out.splitlines():
+            if "pid=%d," % node.proc.pid not in line:
+                continue
+            f = line.split()
+            links.append((int(f[2].rsplit(":", 1)[1]), int(f[3].rsplit(":", 1)[1])))
+        return links
+
+    def rejoin(self, master, rules):
+        """Undoes isolate(): its own source address first, so no link it
+        opens from now on needs the rules."""
+        self.unbind_source(master)
+        for rule in rules:
+            self.uncut(rule)
+
+    def unbind_source(self, node):
+        if node in self.source_bound:
+            node.call("CONFIG", "SET", "bind-source-addr", "")
+            self.source_bound.discard(node)
+
+    @staticmethod
+    def stale_answer(node):
+        """What the cut-off master says of itself: its role and its
+        cluster_state (a master that lost sight of the majority answers
+        CLUSTERDOWN)."""
+        try:
+            state = [line.split(":", 1)[1] for line in node.call("CLUSTER", "INFO").decode().splitlines()
+                     if line.startswith("cluster_state:")]
+            return "%s, cluster_state %s" % (node.role(), state[0] if state else "?")
+        except (OSError, AttributeError, IndexError) as e:
+            return "no answer (%s)" % e
+
+    def cut_replication(self, member, master):
         """Drops the master's packets on the replica's replication
         connection: the master goes on sending into the void, the replica
         sees nothing (its cluster bus still works, so the failure of the
@@ -309,13 +423,16 @@ class ClusterNemesis:
         if port is None:
             raise FaultFailed("%s has no replica connection" % master.label)
         rule = ["-p", "tcp", "--sport", str(master.port), "--dport", str(port), "-j", "DROP"]
-        subprocess.run(["iptables", "-A", "INPUT"] + rule, check=True)
-        self.rules.add(tuple(rule))
+        self.cut(member, rule)
         return rule
+
+    def cut(self, member, rule):
+        subprocess.run(["iptables", "-A", "INPUT"] + rule, check=True)
+        self.rules[tuple(rule)] = member.index
 
     def uncut(self, rule):
         subprocess.run(["iptables", "-D", "INPUT"] + list(rule), check=False)
-        self.rules.discard(tuple(rule))
+        self.rules.pop(tuple(rule), None)
 
     def forge_records(self, node):
         """The meta-test's broken rule: the promoted replica's node records
@@ -396,7 +513,12 @@ class ClusterNemesis:
     def recover(self, member):
         """Back to a settled member after a fault that went wrong: every
         node running, and if it does not settle, the member formed again."""
-        for rule in list(self.rules):
+        for node in [n for n in member.nodes if n in self.source_bound]:
+            try:
+                self.unbind_source(node)
+            except OSError:
+                pass
+        for rule in [r for r, m in self.rules.items() if m == member.index]:
             self.uncut(rule)
         for n in member.nodes:
             if not n.alive():
@@ -415,6 +537,11 @@ class ClusterNemesis:
             self.record("heal", kind="reform", nodes=[member.index], names=names)
 
     def heal_everything(self):
+        for node in list(self.source_bound):
+            try:
+                self.unbind_source(node)
+            except OSError:
+                pass
         for rule in list(self.rules):
             self.uncut(rule)
         for m in self.clusters.members:

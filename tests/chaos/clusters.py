@@ -96,6 +96,9 @@ class Node:
                 "--logfile", "redis.log", "--save", "", "--appendonly", "no",
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-port", str(self.bus_port), "--cluster-node-timeout", str(self.node_timeout_ms),
+                # The address it announces, whatever address its links come
+                # from (partition_promote gives a node links of its own).
+                "--cluster-announce-ip", "127.0.0.1",
                 # A replica cut off from its master for a while may still be
                 # promoted: the lagging failover needs exactly that.
                 "--cluster-replica-validity-factor", "0",
