@@ -57,6 +57,7 @@ Kinds (weights in CLUSTER_KINDS):
 """
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -108,7 +109,8 @@ def wait_until(what, predicate, timeout):
 
 class ClusterNemesis:
     def __init__(self, clusters, log_path, names, window_ms, forge=False, majority=False, kinds=None,
-                 gap=(0.05, 0.3), hold=(0.2, 0.8), firewall=False, together=False, new_holder=None):
+                 gap=(0.05, 0.3), hold=(0.2, 0.8), firewall=False, together=False, new_holder=None,
+                 joint=None):
         self.clusters = clusters
         self.log = open(log_path, "a")
         self.log_lock = threading.Lock()
@@ -135,6 +137,16 @@ class ClusterNemesis:
         # (CLUSTER FAILOVER TAKEOVER), instead of after the cluster's
         # election: the holder is then nearly always still in its section.
         self.takeover_after_kill = new_holder is not None
+        # joint (the failover-check meta-test): one worker, each fault a
+        # pause_promote or partition_promote of the same name's slot master
+        # on `members` members at once, held until `pause_s` after the stop
+        # (so the old masters' copies of the holder's key have expired),
+        # and `lead_s` before the end the number in the file `trigger` goes
+        # up: the stale client (chaos_client --trigger) sends its lock then,
+        # into the stopped masters. Given new_holder, a fault starts only
+        # while someone holds the name.
+        self.joint = joint
+        self.triggers = 0
         self.touch_lock = threading.Lock()
         self.touched = {}  # name -> (member, until)
         self.rules = {}  # iptables rule -> the member it cuts in
@@ -178,6 +190,8 @@ class ClusterNemesis:
 
     def run(self, seed, start, stop_at):
         self.stop_at = stop_at
+        if self.joint is not None:
+            return self.joint_worker(random.Random(seed * 7919), start)
         threads = []
         for m in self.clusters.members:
             t = threading.Thread(target=self.worker, args=(m, random.Random(seed * 7919 + m.index), start),
@@ -244,6 +258,80 @@ class ClusterNemesis:
         finally:
             self.release(member.index, names, 1 if kind in NO_LOSS else 2)
         return True
+
+    # -- the joint faults of the failover-check meta-test ----------------------
+
+    def joint_worker(self, rng, start):
+        kinds, weights = list(self.kinds), [self.kinds[k] for k in self.kinds]
+        time.sleep(max(0.0, start + 2.0 + rng.uniform(0, 1.0) - time.monotonic()))
+        while time.monotonic() < self.stop_at - 3.0:
+            kind = rng.choices(kinds, weights)[0]
+            name = rng.choice(self.names)
+            members = rng.sample(self.clusters.members, self.joint["members"])
+            hold = rng.uniform(*self.hold)
+            if self.new_holder is not None:
+                deadline = time.monotonic() + 3.0
+                while not self.new_holder(None) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+            try:
+                self.inflict_joint(members, kind, name, hold)
+            except (FaultFailed, OSError, RuntimeError) as e:
+                self.record("error", kind=kind, nodes=[m.index for m in members], error=str(e)[:300])
+                for m in members:
+                    self.recover(m)
+                    if m.index in self.open_fault:
+                        k, names = self.open_fault[m.index]
+                        self.heal(k, m, names, after_error=True)
+            time.sleep(rng.uniform(*self.gap))
+
+    def inflict_joint(self, members, kind, name, hold):
+        targets = []
+        for m in members:
+            master = m.master_of_slot(name_slot(name))
+            replica = m.replica_of(master) if master is not None else None
+            if replica is None:
+                self.record("skip", kind=kind, nodes=[m.index], why="no master with a live replica")
+                return
+            targets.append((m, master, replica, self.names_of(m, master)))
+        rules = {}
+        stopped_at = time.monotonic()
+        try:
+            for m, master, replica, names in targets:
+                self.claim(m.index, names)
+                self.fault(kind, m, names, master=master.label, replica=replica.label,
+                           joint=[t[0].index for t in targets])
+                if kind == "pause_promote":
+                    master.signal(signal.SIGSTOP)
+                else:
+                    rules[m.index] = self.isolate(m, master)
+            for m, master, replica, names in targets:
+                wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
+                           10 + 4 * self.clusters.node_timeout_ms / 1000.0)
+                self.record("promoted", kind=kind, nodes=[m.index], names=names, replica=replica.label)
+            resume_at = max(stopped_at + self.joint["pause_s"], time.monotonic() + hold)
+            time.sleep(max(0.0, resume_at - self.joint["lead_s"] - time.monotonic()))
+            self.trigger()
+            time.sleep(max(0.0, resume_at - time.monotonic()))
+        finally:
+            for m, master, replica, names in targets:
+                if kind == "pause_promote":
+                    master.signal(signal.SIGCONT)
+                elif m.index in rules:
+                    self.rejoin(master, rules[m.index])
+        for m, master, replica, names in targets:
+            try:
+                m.wait_healthy(time.monotonic() + 20)
+                self.heal(kind, m, names)
+            finally:
+                self.release(m.index, names, 2)
+
+    def trigger(self):
+        self.triggers += 1
+        tmp = self.joint["trigger"] + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % self.triggers)
+        os.replace(tmp, self.joint["trigger"])
+        self.record("trigger", n=self.triggers)
 
     def fault(self, kind, member, names, **fields):
         self.open_fault[member.index] = (kind, names)
