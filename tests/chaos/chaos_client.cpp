@@ -153,6 +153,8 @@ int run_client(const arguments& a) {
   redsync::chaos::shared_resource resource(a.get("resource"));
   history h(a.get("history"), a.get("client", mode));
   redsync::redsync_options rso{.connect_timeout = 300ms};
+  // The stale client's log (logs/<client>.log) says what each of its few
+  // calls met: the history keeps only a call's last attempt.
   if (!trigger.empty())
     rso.log = [](redsync::log_level l, std::string_view msg) {
       fmt::print(stderr, "{} {} {}\n", to_ns(std::chrono::steady_clock::now()), redsync::to_string(l), msg);
