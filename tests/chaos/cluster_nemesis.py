@@ -17,6 +17,12 @@ repair), and the token claim holds while the members that lost a slot's
 writes and are not repaired yet are a minority. So which faults run, and when, depends on the seed and on how
 long the earlier faults took: a seed replays the draws, not the timing.
 
+The failover-check meta-test (meta-cluster-failover-unchecked) runs one
+worker instead, whose every fault is joint: the same name's slot master
+paused (or cut off) on two members at once, held past the holder's expiry,
+with the stale client told to send its lock just before the end
+(joint_worker).
+
 Kinds (weights in CLUSTER_KINDS):
   kill_promote          kill -9 the master of a name's slot; its replica is
                         promoted (cluster-node-timeout); the old master is
