@@ -2,6 +2,8 @@
 
 #include "redlock/durable_wait.hpp"
 
+#include "redlock/failover_check_test_access.hpp"
+
 #include <fmt/format.h>
 
 #include <memory>
@@ -127,7 +129,9 @@ durable_spec durable_spec_of(const mutex_options& o, microseconds command_timeou
 }
 
 durable_spec wait_needed(const durable_spec& durable, member_slot to, microseconds command_timeout) {
-  if (!to.is_cluster()) return durable;
+  // The chaos meta-test's switch (failover_check_test_access.hpp): every
+  // shard as if it had no replica; durable mode stays.
+  if (!to.is_cluster() || failover_check_test_access::disabled()) return durable;
   const int listed = to.m->router()->replicas_of(to.slot);
   durable_spec spec = durable;
   if (listed < 0) {

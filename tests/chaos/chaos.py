@@ -39,7 +39,7 @@ MEMBERS = 3
 MASTERS = 3
 NODE_TIMEOUT_MS = 1000
 META_NODE_TIMEOUT_MS = 500
-CLUSTER_CONFIGS = ("cluster", "meta-cluster-failover-trusted")
+CLUSTER_CONFIGS = ("cluster", "meta-cluster-failover-trusted", "meta-cluster-failover-unchecked")
 RESOURCE_MAGIC = 0x31534F4148435352
 
 # Library clients: (label, mode, expiry ms, fail-fast, work ms).
@@ -93,10 +93,23 @@ META = {
     "meta-cluster-failover-trusted": ("cluster members whose promoted replicas were cut off from the master's "
                                       "last writes, each at once trusted as if its master had not changed (the "
                                       "failover-as-restart rule off)", ["two_holders"]),
+    "meta-cluster-failover-unchecked": ("cluster members with the failover check off (the test-only switch), the "
+                                        "master of the name's slot paused on two members at once past the "
+                                        "holder's expiry while a client whose maps still name them sends its lock",
+                                        ["two_holders"]),
 }
 
 # Seeds a meta configuration gets before its missing violation fails the run.
 META_SEEDS = 5
+# meta-cluster-failover-unchecked: the holder's expiry covers the two
+# elections (node timeout 500 ms) before the promoted masters take its
+# extensions; the stopped masters stay stopped one second longer than it.
+# The stale client's per-node timeout (5 % of its expiry, 500 ms) outlasts
+# the 0.2 s its lock waits in them with room for a loaded machine.
+UNCHECKED_HOLDER_EXPIRY_MS = 5000
+UNCHECKED_STALE_EXPIRY_MS = 10000
+UNCHECKED_KINDS = {"pause_promote": 1}
+
 # Seconds a meta run lasts at least, whatever --meta-duration says. The
 # unsafe semaphore's third holder needs three 4-5 s sections to line up with
 # the refusals: in 15 s one seed in two or three showed none (8 seeds
@@ -139,9 +152,28 @@ def clients_of(config):
         # Long sections, checked only before they start: a holder is often
         # still inside one when a replica that missed its lock is promoted.
         return [("long-%d" % k, "blocking", 4000, False, 3500) for k in range(5)]
+    if config == "meta-cluster-failover-unchecked":
+        # A holder that extends through the failovers for the whole run
+        # (UNCHECKED_HOLDER), and a stale client (UNCHECKED_STALE).
+        return [("holder", "auto", UNCHECKED_HOLDER_EXPIRY_MS, False, 600_000),
+                ("stale", "blocking", UNCHECKED_STALE_EXPIRY_MS, False, 5)]
     if config == "cluster":
         return CLUSTER_CLIENTS
     return CLIENTS
+
+
+def extra_args_of(config, label, run_dir):
+    """chaos_client options beyond clients_of's."""
+    if config != "meta-cluster-failover-unchecked":
+        return []
+    out = ["--unsafe-no-failover-check"]
+    if label == "holder":
+        out += ["--min-work", "600000"]  # cut short at the run's end
+    else:
+        # One call at the start (its slot maps read), then one each time
+        # the nemesis says, 0.2 s before it resumes the stopped masters.
+        out += ["--trigger", os.path.join(run_dir, "trigger"), "--lock-timeout", "1000"]
+    return out
 
 
 def sem_clients_of(config):
@@ -162,7 +194,8 @@ def start_clients(run_dir, build, uris, duration, seed, config):
     clients = clients_of(config)
     # The broken-guard meta-test contends on one name, so a waiter is always
     # there to take the keys the nodes lost.
-    names = NAMES[:1] if config in ("meta-guard-bypassed", "meta-cluster-failover-trusted") else NAMES
+    names = NAMES[:1] if config in ("meta-guard-bypassed", "meta-cluster-failover-trusted",
+                                    "meta-cluster-failover-unchecked") else NAMES
     # The resource's slots in order: the mutex names, then the permit slots.
     resource_names = RESOURCE_NAMES
     for k, (label, mode, expiry, fail_fast, work) in enumerate(clients):
@@ -173,6 +206,7 @@ def start_clients(run_dir, build, uris, duration, seed, config):
                 "--seed", str(seed * 100 + k)]
         if fail_fast:
             args.append("--fail-fast")
+        args += extra_args_of(config, label, run_dir)
         log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
         procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
     for k, (label, use_async, expiry, work) in enumerate(sem_clients_of(config)):
@@ -282,6 +316,16 @@ def run_once(args, config, seed, duration):
     if config == "cluster":
         nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES, max_expiry,
                                  firewall=firewall)
+    elif config == "meta-cluster-failover-unchecked":
+        # One fault at a time, on two members at once, of one name's slot
+        # master: paused past the holder's expiry (its key expires on the
+        # old masters while the promoted ones take its extensions), the
+        # stale client's lock sent into them just before they resume.
+        nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES[:1], max_expiry,
+                                 majority=True, kinds=UNCHECKED_KINDS, gap=(0.5, 1.0),
+                                 new_holder=new_holder_probe(resource, 0), firewall=firewall,
+                                 joint={"members": 2, "pause_s": UNCHECKED_HOLDER_EXPIRY_MS / 1000.0 + 1.0,
+                                        "lead_s": 0.2, "trigger": os.path.join(run_dir, "trigger")})
     elif clustered:
         # Lagging promotions only, on every member at once (a majority): a
         # lock taken while the replicas lag is lost on all three.
@@ -299,7 +343,8 @@ def run_once(args, config, seed, duration):
         stop_at = start + duration
         nemesis.record("start", seed=seed, config=config)
         procs = start_clients(run_dir, build, uris, duration, seed, config)
-        if config not in ("meta-guard-bypassed", "meta-semaphore-majority", "meta-cluster-failover-trusted"):
+        if config not in ("meta-guard-bypassed", "meta-semaphore-majority", "meta-cluster-failover-trusted",
+                          "meta-cluster-failover-unchecked"):
             lock = threading.Lock()
             for k in range(CLI_LOOPS):
                 t = threading.Thread(target=cli_loop, args=(k, run_dir, build, uris, stop_at, seed, runs_log, lock),
@@ -347,6 +392,9 @@ def cluster_figures(run_dir, firewall, node_timeout_ms):
     events = checker.load_lines(os.path.join(run_dir, "nemesis.jsonl"))
     faults = [e for e in events if e["op"] == "fault"]
     promoted = [e for e in events if e["op"] == "promoted" and e.get("kind") == "kill_promote_lagging"]
+    # partition_promote: what the cut-off master said once its replica was
+    # promoted, and what it had accepted that the replica never got.
+    stale = [e for e in events if e["op"] == "stale_master" and e.get("kind") == "partition_promote"]
     return {
         "members": MEMBERS, "masters_per_member": MASTERS, "replicas_per_master": 1,
         "cluster_node_timeout_ms": node_timeout_ms,
@@ -356,6 +404,10 @@ def cluster_figures(run_dir, firewall, node_timeout_ms):
         "errors": sum(1 for e in events if e["op"] == "error"),
         "lagging_promotions": len(promoted),
         "lagging_promotions_that_lost_writes": sum(1 for e in promoted if (e.get("lost_bytes") or 0) > 0),
+        "partitioned_promotions": len(stale),
+        "partitioned_promotions_that_lost_writes": sum(1 for e in stale if (e.get("lost_bytes") or 0) > 0),
+        "partitioned_masters_answering_clusterdown": sum(1 for e in stale
+                                                         if "cluster_state fail" in e.get("stale_master", "")),
         "lagging_needs_root": not firewall,
     }
 

@@ -4,6 +4,7 @@
 //   chaos_client run --nodes URI,... --resource FILE --names a,b --history FILE
 //                    --mode blocking|async|auto [--expiry MS] [--fail-fast]
 //                    [--work MS] [--duration S] [--seed N] [--lock-timeout MS]
+//                    [--unsafe-no-failover-check] [--min-work MS] [--trigger FILE]
 //   chaos_client semaphore --nodes URI,... --resource FILE --names a,b,s/0,s/1
 //                    --history FILE --semaphore s --permits K --async 0|1
 //                    [--unsafe-majority-count-only] [--expiry MS] [--work MS]
@@ -15,7 +16,14 @@
 // counting semaphore of K permits (blocking or future API); its sections
 // use the resource's slot named "s/<permit slot>", so fencing is checked per
 // slot. `--unsafe-majority-count-only` makes it the known-unsafe semaphore
-// of the meta-test (lib/redlock/semaphore_test_access.hpp). `touch` is the command that
+// of the meta-test (lib/redlock/semaphore_test_access.hpp), and
+// `--unsafe-no-failover-check` turns off the failover check of cluster
+// members for the cluster meta-test (lib/redlock/failover_check_test_access.hpp).
+// That meta-test's holder takes sections of at least `--min-work` (cut short
+// at the run's end), and its stale client (`--trigger FILE`), after one
+// first call, makes each call only when the nemesis raises the number in
+// FILE, and no command between: its slot maps are as old as its last call.
+// `touch` is the command that
 // `redsync lock NAME -- chaos_client touch ...` runs: one section with the
 // token the tool passes in REDSYNC_FENCING_TOKEN.
 #include <redsync/redsync.hpp>
@@ -23,7 +31,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <future>
@@ -35,6 +45,7 @@
 #include <vector>
 
 #include "history.hpp"
+#include "redlock/failover_check_test_access.hpp"
 #include "redlock/semaphore_test_access.hpp"
 #include "section.hpp"
 #include "shared_resource.hpp"
@@ -71,7 +82,7 @@ arguments parse(int argc, char** argv) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument \"" + k + "\"");
     k = k.substr(2);
-    if (k == "fail-fast" || k == "unsafe-majority-count-only") {
+    if (k == "fail-fast" || k == "unsafe-majority-count-only" || k == "unsafe-no-failover-check") {
       a.values[k] = "1";
     } else if (i + 1 < argc) {
       a.values[k] = argv[++i];
@@ -80,6 +91,16 @@ arguments parse(int argc, char** argv) {
     }
   }
   return a;
+}
+
+// The number in the file (0 while it is missing or being replaced).
+long read_trigger(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return 0;
+  long n = 0;
+  if (std::fscanf(f, "%ld", &n) != 1) n = 0;
+  std::fclose(f);
+  return n;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -117,14 +138,28 @@ int run_client(const arguments& a) {
     throw std::invalid_argument("--mode: expected blocking, async or auto, got \"" + mode + "\"");
   const auto expiry = std::chrono::milliseconds(a.number("expiry", 1000));
   const auto work = std::chrono::milliseconds(a.number("work", mode == "auto" ? expiry.count() : 5));
+  const auto min_work = std::chrono::milliseconds(a.number("min-work", 0));
+  const std::string trigger = a.has("trigger") ? a.get("trigger") : std::string();
+  long triggered = trigger.empty() ? 0 : read_trigger(trigger);
+  bool first_call = true;
   const auto duration = std::chrono::seconds(a.number("duration", 60));
   const auto lock_timeout = std::chrono::milliseconds(a.number("lock-timeout", 3000));
   std::mt19937_64 rng(static_cast<std::uint64_t>(a.number("seed", ::getpid())));
 
+  // Before the first Redsync: its loop thread reads the switch.
+  const bool unchecked = a.has("unsafe-no-failover-check");
+  if (unchecked) redsync::detail::failover_check_test_access::disable();
+
   redsync::chaos::shared_resource resource(a.get("resource"));
   history h(a.get("history"), a.get("client", mode));
-  redsync::Redsync rs(redsync::parse_members(a.get("nodes")),
-                      redsync::redsync_options{.connect_timeout = 300ms});
+  redsync::redsync_options rso{.connect_timeout = 300ms};
+  // The stale client's log (logs/<client>.log) says what each of its few
+  // calls met: the history keeps only a call's last attempt.
+  if (!trigger.empty())
+    rso.log = [](redsync::log_level l, std::string_view msg) {
+      fmt::print(stderr, "{} {} {}\n", to_ns(std::chrono::steady_clock::now()), redsync::to_string(l), msg);
+    };
+  redsync::Redsync rs(redsync::parse_members(a.get("nodes")), rso);
 
   redsync::mutex_options options{
       .expiry = expiry, .fail_fast = a.has("fail-fast"), .auto_extend = mode == "auto"};
@@ -134,12 +169,21 @@ int run_client(const arguments& a) {
   h.record(
       "start",
       fmt::format(
-          R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{})",
+          R"("mode":"{}","expiry_ms":{},"work_ms":{},"lock_timeout_ms":{},"timeout_ms":{},"fail_fast":{},)"
+          R"("failover_check":{})",
           mode, expiry.count(), work.count(), lock_timeout.count(),
           static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor),
-          options.fail_fast));
+          options.fail_fast, !unchecked));
   const auto end = std::chrono::steady_clock::now() + duration;
   while (std::chrono::steady_clock::now() < end) {
+    if (!trigger.empty() && !first_call) {
+      // Idle, sending nothing, until the nemesis says so.
+      while (read_trigger(trigger) <= triggered && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(2ms);
+      if (std::chrono::steady_clock::now() >= end) break;
+      triggered = read_trigger(trigger);
+    }
+    first_call = false;
     const std::size_t slot = std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng);
     auto& m = mutexes[slot];
     const auto ctx = redsync::context::timeout(lock_timeout);
@@ -149,6 +193,7 @@ int run_client(const arguments& a) {
                                        to_ns(start), to_ns(ctx.deadline)));
     redsync::result r = mode == "async" ? wait_for(m.lock_future(ctx)) : m.lock(ctx);
     const auto stop = std::chrono::steady_clock::now();
+    if (!trigger.empty() && !r) fmt::print(stderr, "{} lock failed: {}\n", to_ns(stop), r.describe());
     h.record("lock", fmt::format(R"("name":{},"start":{},"end":{},"deadline":{},"token":{},"until":{},{})",
                                  json_string(names[slot]), to_ns(start), to_ns(stop), to_ns(ctx.deadline),
                                  r ? m.token().value : 0, r ? to_ns(m.until()) : 0, result_fields(r)));
@@ -164,8 +209,13 @@ int run_client(const arguments& a) {
           .name = names[slot],
           .token = m.token().value,
           .until_ns = to_ns(m.until()),
-          .work = std::chrono::milliseconds(std::uniform_int_distribution<long>(0, work.count())(rng)),
+          .work = std::chrono::milliseconds(
+              std::uniform_int_distribution<long>(std::min(min_work, work).count(), work.count())(rng)),
       };
+      if (min_work.count() > 0)
+        plan.work = std::clamp(
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()),
+            0ms, plan.work);
       if (mode == "auto") {
         plan.still_held = [&m] { return m.held(); };
         plan.until_at_leave = [&m] { return to_ns(m.until()); };

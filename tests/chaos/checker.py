@@ -95,7 +95,8 @@ NEEDS_WINDOW = ("kill_restart", "kill_restart_late", "restart_empty", "replace",
                 "cluster_start",
                 # Cluster members (cluster_nemesis.py): a slot whose master
                 # changed or that moved does not vote for a guard window.
-                "kill_promote", "pause_promote", "failover", "reshard", "cluster_down", "reform")
+                "kill_promote", "pause_promote", "partition_promote", "failover", "reshard", "cluster_down",
+                "reform")
 # The library's default retry delay is uniform in [50, 250) ms: a waiter
 # whose wake-up was lost tries again within this.
 MAX_RETRY_DELAY_NS = 250_000_000

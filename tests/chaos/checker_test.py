@@ -358,6 +358,21 @@ class LivenessTest(unittest.TestCase):
             if not violations:
                 self.assertEqual(s["liveness_by_fault"]["kill_promote"]["excused"], {"quorum_touched": 1})
 
+    def test_every_cluster_fault_that_may_lose_writes_keeps_its_names_out_for_two_guard_windows(self):
+        # 3 members (quorum 2), the fault on two of them, healed at 200 ms:
+        # a failure 3 s later (within 2 x 3 s) is excused, one 7 s later is
+        # not. Every kind the cluster nemesis can inject outside NO_LOSS,
+        # so a new kind missing from checker.NEEDS_WINDOW fails here.
+        from cluster_nemesis import CLUSTER_KINDS, NO_LOSS
+        for kind in sorted(set(CLUSTER_KINDS) - set(NO_LOSS)):
+            for at, violations in ((3000, 0), (7000, 1)):
+                h = History()
+                h.nodes = 3
+                h.client(2)
+                h.node_fault(kind, [0, 1], 100 * MS, 200 * MS, names=["a"])
+                h.lock(2, at * MS, (at + 1000) * MS, token=0, until=0, ok=False)
+                self.assertEqual(h.check()["liveness"], violations, (kind, at))
+
     def test_a_node_restarted_empty_does_not_vote_for_two_guard_windows_after_its_restart(self):
         h = History()
         h.client(2)

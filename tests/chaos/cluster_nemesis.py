@@ -17,6 +17,12 @@ repair), and the token claim holds while the members that lost a slot's
 writes and are not repaired yet are a minority. So which faults run, and when, depends on the seed and on how
 long the earlier faults took: a seed replays the draws, not the timing.
 
+The failover-check meta-test (meta-cluster-failover-unchecked) runs one
+worker instead, whose every fault is joint: the same name's slot master
+paused (or cut off) on two members at once, held past the holder's expiry,
+with the stale client told to send its lock just before the end
+(joint_worker).
+
 Kinds (weights in CLUSTER_KINDS):
   kill_promote          kill -9 the master of a name's slot; its replica is
                         promoted (cluster-node-timeout); the old master is
@@ -36,6 +42,16 @@ Kinds (weights in CLUSTER_KINDS):
                         still name it left in its sockets, before it hears
                         of its demotion (the stale master of issue 32: its
                         yes must not count), then rejoins as a replica
+  partition_promote     iptables rules cut the master of a name's slot off
+                        its cluster (its cluster bus both ways, and its
+                        replica's replication link) while clients still
+                        reach its data port; the cluster promotes the
+                        replica; 0.2-0.8 s later the rules go and the old
+                        master rejoins as a replica. What it accepted after
+                        the cut is lost (its yes must not count: no replica
+                        acknowledges it). Each logs the replication bytes
+                        lost and what the old master answered clients once
+                        its replica was promoted. Needs root.
   failover              CLUSTER FAILOVER on the replica (no write is lost)
   failover_force        CLUSTER FAILOVER FORCE (no agreement with the master)
   failover_takeover     CLUSTER FAILOVER TAKEOVER (no election either)
@@ -47,6 +63,7 @@ Kinds (weights in CLUSTER_KINDS):
 """
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -62,14 +79,17 @@ CLUSTER_KINDS = {
     "kill_promote": 3,
     "kill_promote_lagging": 3,
     "pause_promote": 3,
+    "partition_promote": 3,
     "failover": 4,
     "failover_force": 1,
     "failover_takeover": 1,
     "reshard": 7,
     "cluster_down": 1,
 }
-FAILOVERS = ("kill_promote", "kill_promote_lagging", "pause_promote", "failover", "failover_force",
-             "failover_takeover")
+FAILOVERS = ("kill_promote", "kill_promote_lagging", "pause_promote", "partition_promote", "failover",
+             "failover_force", "failover_takeover")
+# Kinds that need iptables (root, the harness's network namespace).
+FIREWALLED = ("kill_promote_lagging", "partition_promote")
 RESHARDS = ("reshard",)
 # Kinds that lose no acknowledged write: a graceful failover waits for the
 # replica to catch up, a migration moves the keys.
@@ -95,7 +115,8 @@ def wait_until(what, predicate, timeout):
 
 class ClusterNemesis:
     def __init__(self, clusters, log_path, names, window_ms, forge=False, majority=False, kinds=None,
-                 gap=(0.05, 0.3), hold=(0.2, 0.8), firewall=False, together=False, new_holder=None):
+                 gap=(0.05, 0.3), hold=(0.2, 0.8), firewall=False, together=False, new_holder=None,
+                 joint=None):
         self.clusters = clusters
         self.log = open(log_path, "a")
         self.log_lock = threading.Lock()
@@ -108,7 +129,8 @@ class ClusterNemesis:
         self.hold = hold  # how long a replica lags before its master is killed, a slot migrates
         self.firewall = firewall
         if not firewall:
-            self.kinds.pop("kill_promote_lagging", None)
+            for k in FIREWALLED:
+                self.kinds.pop(k, None)
         # together: the workers start each fault at once (the meta-test: a
         # holder's lock then misses on every member's promoted replica).
         self.barrier = threading.Barrier(len(clusters.members)) if together else None
@@ -121,9 +143,20 @@ class ClusterNemesis:
         # (CLUSTER FAILOVER TAKEOVER), instead of after the cluster's
         # election: the holder is then nearly always still in its section.
         self.takeover_after_kill = new_holder is not None
+        # joint (the failover-check meta-test): one worker, each fault a
+        # pause_promote or partition_promote of the same name's slot master
+        # on `members` members at once, held until `pause_s` after the stop
+        # (so the old masters' copies of the holder's key have expired),
+        # and `lead_s` before the end the number in the file `trigger` goes
+        # up: the stale client (chaos_client --trigger) sends its lock then,
+        # into the stopped masters. Given new_holder, a fault starts only
+        # while someone holds the name.
+        self.joint = joint
+        self.triggers = 0
         self.touch_lock = threading.Lock()
         self.touched = {}  # name -> (member, until)
-        self.rules = set()
+        self.rules = {}  # iptables rule -> the member it cuts in
+        self.source_bound = set()  # nodes given a bind-source-addr by isolate()
         self.open_fault = {}  # member -> (kind, names) of its fault not healed yet
         self.stop_at = 0.0
         self.careful_pids = set()  # unused here; chaos.py sets it on every nemesis
@@ -163,6 +196,8 @@ class ClusterNemesis:
 
     def run(self, seed, start, stop_at):
         self.stop_at = stop_at
+        if self.joint is not None:
+            return self.joint_worker(random.Random(seed * 7919), start)
         threads = []
         for m in self.clusters.members:
             t = threading.Thread(target=self.worker, args=(m, random.Random(seed * 7919 + m.index), start),
@@ -216,6 +251,8 @@ class ClusterNemesis:
         try:
             if kind == "pause_promote":
                 self.pause_promote(member, kind, master, names, hold)
+            elif kind == "partition_promote":
+                self.partition_promote(member, kind, master, names, hold)
             elif kind.startswith("kill_promote"):
                 self.kill_promote(member, kind, master, names, hold, rng, lagging=kind.endswith("lagging"))
             elif kind.startswith("failover"):
@@ -227,6 +264,80 @@ class ClusterNemesis:
         finally:
             self.release(member.index, names, 1 if kind in NO_LOSS else 2)
         return True
+
+    # -- the joint faults of the failover-check meta-test ----------------------
+
+    def joint_worker(self, rng, start):
+        kinds, weights = list(self.kinds), [self.kinds[k] for k in self.kinds]
+        time.sleep(max(0.0, start + 2.0 + rng.uniform(0, 1.0) - time.monotonic()))
+        while time.monotonic() < self.stop_at - 3.0:
+            kind = rng.choices(kinds, weights)[0]
+            name = rng.choice(self.names)
+            members = rng.sample(self.clusters.members, self.joint["members"])
+            hold = rng.uniform(*self.hold)
+            if self.new_holder is not None:
+                deadline = time.monotonic() + 3.0
+                while not self.new_holder(None) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+            try:
+                self.inflict_joint(members, kind, name, hold)
+            except (FaultFailed, OSError, RuntimeError) as e:
+                self.record("error", kind=kind, nodes=[m.index for m in members], error=str(e)[:300])
+                for m in members:
+                    self.recover(m)
+                    if m.index in self.open_fault:
+                        k, names = self.open_fault[m.index]
+                        self.heal(k, m, names, after_error=True)
+            time.sleep(rng.uniform(*self.gap))
+
+    def inflict_joint(self, members, kind, name, hold):
+        targets = []
+        for m in members:
+            master = m.master_of_slot(name_slot(name))
+            replica = m.replica_of(master) if master is not None else None
+            if replica is None:
+                self.record("skip", kind=kind, nodes=[m.index], why="no master with a live replica")
+                return
+            targets.append((m, master, replica, self.names_of(m, master)))
+        rules = {}
+        stopped_at = time.monotonic()
+        try:
+            for m, master, replica, names in targets:
+                self.claim(m.index, names)
+                self.fault(kind, m, names, master=master.label, replica=replica.label,
+                           joint=[t[0].index for t in targets])
+                if kind == "pause_promote":
+                    master.signal(signal.SIGSTOP)
+                else:
+                    rules[m.index] = self.isolate(m, master)
+            for m, master, replica, names in targets:
+                wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
+                           10 + 4 * self.clusters.node_timeout_ms / 1000.0)
+                self.record("promoted", kind=kind, nodes=[m.index], names=names, replica=replica.label)
+            resume_at = max(stopped_at + self.joint["pause_s"], time.monotonic() + hold)
+            time.sleep(max(0.0, resume_at - self.joint["lead_s"] - time.monotonic()))
+            self.trigger()
+            time.sleep(max(0.0, resume_at - time.monotonic()))
+        finally:
+            for m, master, replica, names in targets:
+                if kind == "pause_promote":
+                    master.signal(signal.SIGCONT)
+                elif m.index in rules:
+                    self.rejoin(master, rules[m.index])
+        for m, master, replica, names in targets:
+            try:
+                m.wait_healthy(time.monotonic() + 20)
+                self.heal(kind, m, names)
+            finally:
+                self.release(m.index, names, 2)
+
+    def trigger(self):
+        self.triggers += 1
+        tmp = self.joint["trigger"] + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % self.triggers)
+        os.replace(tmp, self.joint["trigger"])
+        self.record("trigger", n=self.triggers)
 
     def fault(self, kind, member, names, **fields):
         self.open_fault[member.index] = (kind, names)
@@ -247,7 +358,7 @@ class ClusterNemesis:
         self.fault(kind, member, names, master=master.label, replica=replica.label)
         if lagging:
             mark = self.new_holder(None) if self.new_holder else None
-            rule = self.cut_replication(master, replica)
+            rule = self.cut_replication(member, master)
             if self.new_holder:
                 deadline = time.monotonic() + 4.0
                 while time.monotonic() < deadline and not self.new_holder(mark):
@@ -295,7 +406,104 @@ class ClusterNemesis:
         member.wait_healthy(time.monotonic() + 20)
         self.heal(kind, member, names)
 
-    def cut_replication(self, master, replica):
+    def partition_promote(self, member, kind, master, names, hold):
+        replica = member.replica_of(master)
+        if replica is None:
+            self.record("skip", kind=kind, nodes=[member.index], why="the master has no live replica")
+            return
+        self.fault(kind, member, names, master=master.label, replica=replica.label)
+        rules = self.isolate(member, master)
+        try:
+            wait_until("%s's promotion" % replica.label, lambda: replica.role() == "master",
+                       10 + 4 * self.clusters.node_timeout_ms / 1000.0)
+            repl = replica.info("replication")
+            promoted_at = int(repl.get("second_repl_offset", 0)) - 1
+            self.record("promoted", kind=kind, nodes=[member.index], names=names, replica=replica.label,
+                        stale_master=self.stale_answer(master))
+            # Clients whose maps name the old master still reach it meanwhile.
+            time.sleep(hold)
+            sent = int(master.info("replication").get("master_repl_offset", 0))
+            lost = max(0, sent - promoted_at) if promoted_at >= 0 else None
+            self.record("stale_master", kind=kind, nodes=[member.index], names=names, lost_bytes=lost,
+                        stale_master=self.stale_answer(master))
+        finally:
+            self.rejoin(master, rules)
+        member.wait_healthy(time.monotonic() + 20)
+        self.heal(kind, member, names)
+
+    def isolate(self, member, master):
+        """Cuts `master` off the other nodes of its member, not off clients:
+        its cluster bus both ways (the links others opened to its bus port,
+        and the ones it opened to theirs) and its replicas' replication
+        links. Its data port stays open, so clients whose maps name it
+        still reach it. Returns the rules, for rejoin().
+
+        Every node listens on 127.0.0.1 and announces it
+        (clusters.py), so the links the master opens are told apart by
+        their source address: from now on they come from an address of
+        its own (bind-source-addr), dropped both ways; the ones it had
+        opened before are dropped by their ports."""
+        others = [n for n in member.nodes if n is not master]
+        source = "127.0.%d.%d" % (1 + member.index, 1 + member.nodes.index(master))
+        r = master.call("CONFIG", "SET", "bind-source-addr", source)
+        if isinstance(r, Exception):
+            raise FaultFailed("CONFIG SET bind-source-addr: %s" % r)
+        self.source_bound.add(master)
+        rules = [["-p", "tcp", "--dport", str(master.bus_port), "-j", "DROP"],
+                 ["-p", "tcp", "--sport", str(master.bus_port), "-j", "DROP"],
+                 ["-s", source, "-j", "DROP"], ["-d", source, "-j", "DROP"]]
+        bus_ports = {n.bus_port for n in others}
+        for local, remote in self.links_of(master):
+            if remote in bus_ports:
+                rules.append(["-p", "tcp", "--sport", str(local), "--dport", str(remote), "-j", "DROP"])
+                rules.append(["-p", "tcp", "--sport", str(remote), "--dport", str(local), "-j", "DROP"])
+        for line in master.call("CLIENT", "LIST", "TYPE", "replica").decode().splitlines():
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            port = fields["addr"].rsplit(":", 1)[1]
+            rules.append(["-p", "tcp", "--sport", str(master.port), "--dport", port, "-j", "DROP"])
+            rules.append(["-p", "tcp", "--sport", port, "--dport", str(master.port), "-j", "DROP"])
+        for rule in rules:
+            self.cut(member, rule)
+        return rules
+
+    @staticmethod
+    def links_of(node):
+        """(local port, remote port) of node's established TCP connections."""
+        out = subprocess.run(["ss", "-tnpH", "state", "established"], check=True, capture_output=True,
+                             text=True).stdout
+        links = []
+        for line in out.splitlines():
+            if "pid=%d," % node.proc.pid not in line:
+                continue
+            f = line.split()
+            links.append((int(f[2].rsplit(":", 1)[1]), int(f[3].rsplit(":", 1)[1])))
+        return links
+
+    def rejoin(self, master, rules):
+        """Undoes isolate(): its own source address first, so no link it
+        opens from now on needs the rules."""
+        self.unbind_source(master)
+        for rule in rules:
+            self.uncut(rule)
+
+    def unbind_source(self, node):
+        if node in self.source_bound:
+            node.call("CONFIG", "SET", "bind-source-addr", "")
+            self.source_bound.discard(node)
+
+    @staticmethod
+    def stale_answer(node):
+        """What the cut-off master says of itself: its role and its
+        cluster_state (a master that lost sight of the majority answers
+        CLUSTERDOWN)."""
+        try:
+            state = [line.split(":", 1)[1] for line in node.call("CLUSTER", "INFO").decode().splitlines()
+                     if line.startswith("cluster_state:")]
+            return "%s, cluster_state %s" % (node.role(), state[0] if state else "?")
+        except (OSError, AttributeError, IndexError) as e:
+            return "no answer (%s)" % e
+
+    def cut_replication(self, member, master):
         """Drops the master's packets on the replica's replication
         connection: the master goes on sending into the void, the replica
         sees nothing (its cluster bus still works, so the failure of the
@@ -309,13 +517,16 @@ class ClusterNemesis:
         if port is None:
             raise FaultFailed("%s has no replica connection" % master.label)
         rule = ["-p", "tcp", "--sport", str(master.port), "--dport", str(port), "-j", "DROP"]
-        subprocess.run(["iptables", "-A", "INPUT"] + rule, check=True)
-        self.rules.add(tuple(rule))
+        self.cut(member, rule)
         return rule
+
+    def cut(self, member, rule):
+        subprocess.run(["iptables", "-A", "INPUT"] + rule, check=True)
+        self.rules[tuple(rule)] = member.index
 
     def uncut(self, rule):
         subprocess.run(["iptables", "-D", "INPUT"] + list(rule), check=False)
-        self.rules.discard(tuple(rule))
+        self.rules.pop(tuple(rule), None)
 
     def forge_records(self, node):
         """The meta-test's broken rule: the promoted replica's node records
@@ -396,7 +607,12 @@ class ClusterNemesis:
     def recover(self, member):
         """Back to a settled member after a fault that went wrong: every
         node running, and if it does not settle, the member formed again."""
-        for rule in list(self.rules):
+        for node in [n for n in member.nodes if n in self.source_bound]:
+            try:
+                self.unbind_source(node)
+            except OSError:
+                pass
+        for rule in [r for r, m in self.rules.items() if m == member.index]:
             self.uncut(rule)
         for n in member.nodes:
             if not n.alive():
@@ -415,6 +631,11 @@ class ClusterNemesis:
             self.record("heal", kind="reform", nodes=[member.index], names=names)
 
     def heal_everything(self):
+        for node in list(self.source_bound):
+            try:
+                self.unbind_source(node)
+            except OSError:
+                pass
         for rule in list(self.rules):
             self.uncut(rule)
         for m in self.clusters.members:

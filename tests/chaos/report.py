@@ -65,9 +65,16 @@ def markdown(s):
             "| a whole member down and back empty | %d |" % c["whole_member_down"],
             "| lagging promotions that lost writes (replication bytes) | %d of %d%s |" % (
                 c["lagging_promotions_that_lost_writes"], c["lagging_promotions"],
-                " (lagging needs root: skipped)" if c["lagging_needs_root"] else ""),
+                " (lagging and partitions need root: skipped)" if c["lagging_needs_root"] else ""),
             "| cluster faults that went wrong (the member recovered, or was formed again) | %d |" % c["errors"],
         ]
+        if "partitioned_promotions" in c:
+            rows += [
+                "| partitioned masters replaced that lost writes (replication bytes) | %d of %d |" % (
+                    c["partitioned_promotions_that_lost_writes"], c["partitioned_promotions"]),
+                "| partitioned masters answering CLUSTERDOWN once replaced | %d of %d |" % (
+                    c["partitioned_masters_answering_clusterdown"], c["partitioned_promotions"]),
+            ]
     for k in sorted(s["faults"]):
         rows.append("| fault: %s | %d |" % (k, s["faults"][k]))
     for k in sorted(s["skipped_faults"]):
