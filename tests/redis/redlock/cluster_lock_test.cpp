@@ -112,10 +112,10 @@ TEST_CASE("auto-extension keeps a lock over cluster members past its expiry") {
   auto cls = three_master_clusters(3);
   redsync::Redsync rs({cls[0]->uri(), cls[1]->uri(), cls[2]->uri()}, fresh_nodes());
   const std::string name = unique_name("cluster-auto");
-  auto m = rs.new_mutex(name, {.expiry = 600ms, .auto_extend = true});
+  auto m = rs.new_mutex(name, {.expiry = 1500ms, .auto_extend = true});  // see cluster_multi_test.cpp
   auto r = m.lock(redsync::context::timeout(20s));
   REQUIRE_MESSAGE(r.ok(), r.describe());
-  std::this_thread::sleep_for(2s);
+  std::this_thread::sleep_for(4000ms);  // past two expiries
   CHECK(m.held());
   for (auto& cl : cls) CHECK(value_on(*cl, cluster_lock_key(name)) == m.value());
   CHECK(m.unlock(redsync::context::timeout(10s)).ok());

@@ -231,10 +231,13 @@ TEST_CASE(
   auto cls = three_master_clusters(3);
   redsync::Redsync rs(uris(cls), fresh_nodes());
   const auto names = names_in_distinct_slots(unique_name("multi-auto"), 3);
-  auto m = rs.new_multi_mutex(names, {.expiry = 600ms, .auto_extend = true});
+  // 1.5 s: a member's extension (its command timeout a twentieth of the
+  // expiry) must not miss a whole expiry on a loaded machine; with 600 ms
+  // one member's keys expired under ASan beside a chaos run.
+  auto m = rs.new_multi_mutex(names, {.expiry = 1500ms, .auto_extend = true});
   auto r = m.lock(redsync::context::timeout(20s));
   REQUIRE_MESSAGE(r.ok(), r.describe());
-  std::this_thread::sleep_for(2500ms);
+  std::this_thread::sleep_for(4000ms);  // past two expiries
   CHECK(m.held());
   for (auto& cl : cls)
     for (const auto& n : names) CHECK(value_on(*cl, cluster_lock_key(n)) == m.value());
