@@ -444,6 +444,32 @@ json moved_section(const config& cfg, const std::vector<std::string>& members,
   return j;
 }
 
+// The blocking cycle on the standalone members, then on the cluster
+// members (server CPU from `cluster_cpu`'s processes), each kind's
+// commandstats over it (the cluster's from its masters), per cycle.
+struct cycles_of_both {
+  json cycle;
+  command_stats over_cluster_cycle;
+};
+cycles_of_both both_cycles(const config& cfg, const member_lists& lists, transport& standalone_servers,
+                           std::vector<cluster_admin>& admins, transport& cluster_cpu) {
+  reset_stats(standalone_servers);
+  const cycle_run s_cycle = blocking_cycles(cfg, lists.standalone, standalone_servers);
+  const command_stats over_s_cycle = read_stats(standalone_servers);
+  reset_stats(admins);
+  const cycle_run c_cycle = blocking_cycles(cfg, lists.cluster, cluster_cpu);
+  cycles_of_both out{json{}, read_stats(admins)};
+  const double cycles = cfg.warmup + cfg.iterations;  // the stats cover the warm-up too
+  out.cycle.object("standalone", json{}.object("cycle", s_cycle.cycle.summary()).object("cpu", s_cycle.cpu))
+      .object("cluster", json{}.object("cycle", c_cycle.cycle.summary()).object("cpu", c_cycle.cpu))
+      .integer("failures", s_cycle.failures + c_cycle.failures)
+      .object("standalone_commands_per_cycle", per_op(over_s_cycle, cycles))
+      .object("standalone_server_us_per_call", server_us(over_s_cycle))
+      .object("cluster_server_us_per_call", server_us(out.over_cluster_cycle))
+      .object("cluster_commands_per_cycle", per_op(out.over_cluster_cycle, cycles));
+  return out;
+}
+
 }  // namespace
 
 json run_cluster(const config& cfg) {
@@ -499,22 +525,8 @@ json run_cluster(const config& cfg) {
 
   // The blocking cycle, with the cluster masters' commandstats over it.
   fmt::print(stderr, "redsync_bench: cluster: blocking cycle\n");
-  reset_stats(standalone_servers);
-  const cycle_run s_cycle = blocking_cycles(cfg, lists.standalone, standalone_servers);
-  const command_stats over_s_cycle = read_stats(standalone_servers);
-  reset_stats(admins);
-  const cycle_run c_cycle = blocking_cycles(cfg, lists.cluster, cluster_admin_all);
-  const command_stats over_cycle = read_stats(admins);
-  const double cycles = cfg.warmup + cfg.iterations;  // the stats cover the warm-up too
-  json cycle;
-  cycle.object("standalone", json{}.object("cycle", s_cycle.cycle.summary()).object("cpu", s_cycle.cpu))
-      .object("cluster", json{}.object("cycle", c_cycle.cycle.summary()).object("cpu", c_cycle.cpu))
-      .integer("failures", s_cycle.failures + c_cycle.failures)
-      .object("standalone_commands_per_cycle", per_op(over_s_cycle, cycles))
-      .object("standalone_server_us_per_call", server_us(over_s_cycle))
-      .object("cluster_server_us_per_call", server_us(over_cycle))
-      .object("cluster_commands_per_cycle", per_op(over_cycle, cycles))
-      .num("info_server_us_per_call", usec_per_call(over_cycle, "info"))
+  auto [cycle, over_cycle] = both_cycles(cfg, lists, standalone_servers, admins, cluster_admin_all);
+  cycle.num("info_server_us_per_call", usec_per_call(over_cycle, "info"))
       .num("evalsha_server_us_per_call", usec_per_call(over_cycle, "evalsha"));
 
   // Raw cycles: standalone pools and cluster routers, on the library's
@@ -561,22 +573,9 @@ json run_cluster_cycle(const config& cfg) {
   transport cluster_masters(master_uris);
   fmt::print(stderr, "redsync_bench: cluster_cycle: blocking cycle ({} masters, {} replicas)\n",
              master_uris.size(), replicas);
-  reset_stats(standalone_servers);
-  const cycle_run s_cycle = blocking_cycles(cfg, lists.standalone, standalone_servers);
-  const command_stats over_s_cycle = read_stats(standalone_servers);
-  reset_stats(admins);
-  const cycle_run c_cycle = blocking_cycles(cfg, lists.cluster, cluster_masters);
-  const command_stats over_cycle = read_stats(admins);
-  const double cycles = cfg.warmup + cfg.iterations;
-  json j;
+  json j = both_cycles(cfg, lists, standalone_servers, admins, cluster_masters).cycle;
   j.integer("cluster_masters", static_cast<std::int64_t>(master_uris.size()))
-      .integer("cluster_replicas", static_cast<std::int64_t>(replicas))
-      .object("standalone", json{}.object("cycle", s_cycle.cycle.summary()).object("cpu", s_cycle.cpu))
-      .object("cluster", json{}.object("cycle", c_cycle.cycle.summary()).object("cpu", c_cycle.cpu))
-      .integer("failures", s_cycle.failures + c_cycle.failures)
-      .object("standalone_commands_per_cycle", per_op(over_s_cycle, cycles))
-      .object("cluster_commands_per_cycle", per_op(over_cycle, cycles))
-      .object("cluster_server_us_per_call", server_us(over_cycle));
+      .integer("cluster_replicas", static_cast<std::int64_t>(replicas));
   return j;
 }
 
