@@ -1,8 +1,8 @@
 // The public Mutex: blocking, standard-style, asynchronous and future forms
 // of the operations in lib/redlock/ (acquisition.cpp, holder_operations.cpp).
 
+#include "redlock/blocking_call.hpp"
 #include "redlock/mutex_state.hpp"
-#include "util/handoff.hpp"
 
 #include <redsync/mutex.hpp>
 
@@ -29,25 +29,12 @@ result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx,
   }
   std::string value;
   if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
-  // The slot is shared with the callback, whose last copy, if it is dropped
-  // without being called (a task posted while the Redsync was being
-  // destroyed), answers shutting_down instead of leaving the caller asleep.
-  struct giver {
-    std::shared_ptr<detail::handoff<result>> slot;
-    ~giver() {
-      if (!slot || slot->given()) return;
-      result r;
-      r.error = make_error_code(errc::shutting_down);
-      slot->give(std::move(r));
-    }
-  };
-  auto slot = std::make_shared<detail::handoff<result>>();
-  auto g = std::make_shared<giver>();  // made in place: a moved-from temporary would answer
-  g->slot = slot;
-  st.submit(
-      kind, ctx, std::move(value), [g](result r) { g->slot->give(std::move(r)); }, extend_to);
-  g.reset();
-  return slot->take();
+  result dropped;
+  dropped.error = make_error_code(errc::shutting_down);
+  return detail::call_blocking<result>(
+      st.eng.loop(),
+      [&](Mutex::callback done) { st.submit(kind, ctx, std::move(value), std::move(done), extend_to); },
+      std::move(dropped));
 }
 
 void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex::callback done,

@@ -2,6 +2,7 @@
 // of the operations in lib/redlock/ (semaphore_acquisition.cpp,
 // permit_operations.cpp).
 
+#include "redlock/blocking_call.hpp"
 #include "redlock/permit_operations.hpp"
 #include "redlock/semaphore_acquisition.hpp"
 #include "redlock/semaphore_state.hpp"
@@ -35,6 +36,18 @@ std::future<T> as_future(Submit submit) {
   auto f = p->get_future();
   submit([p](T r) { p->set_value(std::move(r)); });
   return f;
+}
+
+acquire_result dropped_acquisition() {
+  acquire_result r;
+  r.outcome.error = make_error_code(errc::shutting_down);
+  return r;
+}
+
+result dropped_call() {
+  result r;
+  r.error = make_error_code(errc::shutting_down);
+  return r;
 }
 
 result not_held() {
@@ -106,12 +119,16 @@ std::stop_token permit::lost_token() const {
 }
 
 result permit::release(const context& ctx) {
-  if (state_ && on_loop_thread(*state_->sem)) return would_deadlock();
-  return release_future(ctx).get();
+  if (!state_) return not_held();
+  if (on_loop_thread(*state_->sem)) return would_deadlock();
+  return detail::call_blocking<result>(
+      state_->sem->eng.loop(), [&](callback done) { release_async(ctx, std::move(done)); }, dropped_call());
 }
 result permit::extend(const context& ctx) {
-  if (state_ && on_loop_thread(*state_->sem)) return would_deadlock();
-  return extend_future(ctx).get();
+  if (!state_) return not_held();
+  if (on_loop_thread(*state_->sem)) return would_deadlock();
+  return detail::call_blocking<result>(
+      state_->sem->eng.loop(), [&](callback done) { extend_async(ctx, std::move(done)); }, dropped_call());
 }
 
 void permit::release_async(const context& ctx, callback done) {
@@ -153,11 +170,14 @@ detail::semaphore_state& Semaphore::state() const {
 
 acquire_result Semaphore::acquire(const context& ctx) {
   if (on_loop_thread(state())) return {would_deadlock(), {}};
-  return acquire_future(ctx).get();
+  return detail::call_blocking<acquire_result>(
+      state_->eng.loop(), [&](callback done) { acquire_async(ctx, std::move(done)); }, dropped_acquisition());
 }
 acquire_result Semaphore::try_acquire(const context& ctx) {
   if (on_loop_thread(state())) return {would_deadlock(), {}};
-  return try_acquire_future(ctx).get();
+  return detail::call_blocking<acquire_result>(
+      state_->eng.loop(), [&](callback done) { try_acquire_async(ctx, std::move(done)); },
+      dropped_acquisition());
 }
 void Semaphore::acquire_async(const context& ctx, callback done) {
   (void)state();  // throws for a moved-from Semaphore

@@ -9,9 +9,12 @@
 ///
 /// Thread and blocking rules, for every callback here:
 /// - It runs on the `Redsync`'s loop thread, the thread that does all the
-///   library's I/O: it must not block (no blocking `Mutex` call, which would
-///   return `errc::would_deadlock` there anyway; no slow I/O). Hand slow work
-///   to another thread. An event about a call runs before that call's caller
+///   library's I/O at that moment: the library's own thread, or a thread
+///   inside a blocking call of this `Redsync` that runs the loop while it
+///   waits (`redsync_options::callers_run_loop`, default true); never two
+///   callbacks at once. It must not block (no blocking `Mutex` call, which
+///   would return `errc::would_deadlock` there anyway; no slow I/O). Hand
+///   slow work to another thread. An event about a call runs before that call's caller
 ///   is answered (before a blocking call returns, before an async callback).
 /// - No lock of the library is held while it runs: it may call
 ///   `Redsync::stats()`, any `*_async` call, or make a new `Mutex`.

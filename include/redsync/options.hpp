@@ -128,7 +128,7 @@ enum class script_mode {
 ///
 /// Field order (designated initializers must follow it): `pool_size`,
 /// `connect_timeout`, `reconnect_backoff_min`, `reconnect_backoff_max`,
-/// `loop`, `restart_guard`, `restart_guard_window`, `shutdown_timeout`,
+/// `loop`, `callers_run_loop`, `restart_guard`, `restart_guard_window`, `shutdown_timeout`,
 /// `script_mode`, `observer`, `log`.
 struct redsync_options {
   /// Connections per node, >= 1. Default 1: commands are pipelined, so one
@@ -151,6 +151,17 @@ struct redsync_options {
   /// Construct the `Redsync` on the loop's thread or before the loop runs:
   /// it adds handles to the loop, which libuv allows from no other thread.
   uv_loop_s* loop = nullptr;
+  /// Let a thread inside a blocking call run the library's own loop while it
+  /// waits, when no other thread is running it (default true). The call's
+  /// round trips then cost no thread hop (no wake-up of the loop thread, no
+  /// wake-up of the caller). The price: while it waits, that thread runs
+  /// whatever falls due on the loop, so observer and log callbacks,
+  /// `on_lost` and the `*_async` callbacks may run on a thread that is inside
+  /// a blocking call of this `Redsync` (never on one that is not, never two
+  /// at once). false: they all run on the library's thread, and each
+  /// blocking round trip hops to it and back. Ignored with `loop` (an
+  /// application's loop is run by the application).
+  bool callers_run_loop = true;
   /// Guard against restarted, replaced or emptied nodes (the Redis spec's
   /// delayed restart, done by the clients). Default true. Each node keeps a
   /// record stamped with its server's run_id when a client first verified

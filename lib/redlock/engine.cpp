@@ -37,7 +37,7 @@ engine::engine(std::vector<node_options> nodes, const redsync_options& options)
     : engine(standalone(std::move(nodes)), options) {}
 
 engine::engine(std::vector<member_spec> members, const redsync_options& options)
-    : loop_(options.loop),
+    : loop_(options.loop, options.callers_run_loop),
       shutdown_timeout_(options.shutdown_timeout),
       rng_(std::random_device{}()),
       restart_guard_(options.restart_guard),

@@ -5,6 +5,7 @@
 #include "transport/connection.hpp"
 
 #include "transport/connection_internals.hpp"
+#include "transport/socket_write.hpp"
 #include "transport/write_list.hpp"
 
 #include <fmt/format.h>
@@ -111,11 +112,11 @@ void connection::flush() {
     return;
   }
   // Write at once when the socket takes it all (the usual case): unlike
-  // uv_write, uv_try_write leaves the poll set alone, which saves an
+  // uv_write, an immediate write leaves the poll set alone, which saves an
   // epoll_ctl per write. Whatever the kernel did not take goes through
   // uv_write, which keeps the order behind earlier queued writes.
-  const int wrote =
-      uv_try_write(&socket_->h.stream, write_bufs_.data(), static_cast<unsigned int>(write_bufs_.size()));
+  const int wrote = try_write_nosignal(&socket_->h.stream, write_bufs_.data(),
+                                       static_cast<unsigned int>(write_bufs_.size()));
   if (wrote < 0 && wrote != UV_EAGAIN) {
     write_wires_.clear();
     drop("connection lost: write: " + uv_error(wrote));
@@ -137,9 +138,11 @@ void connection::flush() {
   w->req.data = w;
   w->bufs.assign(first, write_bufs_.end());
   w->wires.swap(write_wires_);  // keeps the tail's bytes alive until written
+  queued_write_started();
   const int rc = uv_write(&w->req, &socket_->h.stream, w->bufs.data(),
                           static_cast<unsigned int>(w->bufs.size()), &on_write);
   if (rc != 0) {
+    queued_write_finished();
     delete w;
     drop("connection lost: write: " + uv_error(rc));
   }
@@ -149,6 +152,7 @@ void connection::on_write(uv_write_t* req, int status) {
   auto* w = static_cast<write_req*>(req->data);
   auto* s = static_cast<socket*>(req->handle->data);
   connection* self = s->owner;
+  queued_write_finished();
   delete w;
   if (status == 0 || status == UV_ECANCELED || self == nullptr) return;
   if (self->state_ == state::connecting) {  // a TLS handshake's message

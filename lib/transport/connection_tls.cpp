@@ -13,6 +13,7 @@
 #include "transport/connection.hpp"
 
 #include "transport/connection_internals.hpp"
+#include "transport/socket_write.hpp"
 
 #include <string>
 #include <utility>
@@ -103,7 +104,7 @@ int connection::send_tls_output() {
   uv_buf_t buf = uv_buf_init(tls_out_.data(), static_cast<unsigned int>(tls_out_.size()));
   // As in flush(): at once when the kernel takes it all, else the tail
   // through uv_write, behind any earlier queued write.
-  const int wrote = uv_try_write(&socket_->h.stream, &buf, 1);
+  const int wrote = try_write_nosignal(&socket_->h.stream, &buf, 1);
   if (wrote < 0 && wrote != UV_EAGAIN) return wrote;
   const std::size_t done = wrote > 0 ? static_cast<std::size_t>(wrote) : 0;
   if (done == tls_out_.size()) return 0;
@@ -111,8 +112,12 @@ int connection::send_tls_output() {
   w->req.data = w;
   w->owned.assign(tls_out_, done);
   w->bufs.push_back(uv_buf_init(w->owned.data(), static_cast<unsigned int>(w->owned.size())));
+  queued_write_started();
   const int rc = uv_write(&w->req, &socket_->h.stream, w->bufs.data(), 1, &on_write);
-  if (rc != 0) delete w;
+  if (rc != 0) {
+    queued_write_finished();
+    delete w;
+  }
   return rc;
 }
 

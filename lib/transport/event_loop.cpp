@@ -3,8 +3,10 @@
 
 #include "transport/event_loop.hpp"
 
+#include "transport/loop_owner.hpp"
 #include "transport/loop_reaper.hpp"
 #include "transport/write_list.hpp"
+#include "util/cpu_relax.hpp"
 
 #include <uv.h>
 
@@ -54,15 +56,6 @@ namespace redsync::detail {
 
 namespace {
 
-// A hint to the CPU that this thread spins, so the core's other thread runs.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 void close_if_open(uv_handle_t* h, void*) {
   if (uv_is_closing(h) == 0) uv_close(h, nullptr);
 }
@@ -83,6 +76,8 @@ struct event_loop::impl {
   uv_idle_t drain{};
   // The loop's connections with commands to write (write_list.hpp).
   std::shared_ptr<write_list> writes;
+  // Owned loop: who runs it, the thread or a borrowing caller (loop_owner.hpp).
+  std::unique_ptr<loop_owner> owner;
   std::thread thread;
   std::atomic<std::thread::id> loop_thread{};
 
@@ -217,7 +212,7 @@ struct event_loop::impl {
   }
 };
 
-event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
+event_loop::event_loop(uv_loop_s* external, bool lend_to_callers) : impl_(std::make_unique<impl>()) {
   impl& s = *impl_;
   s.owned = external == nullptr;
   if (s.owned) {
@@ -241,6 +236,8 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
   uv_unref(reinterpret_cast<uv_handle_t*>(&s.drain));
   s.handles_open = 3;
   if (!s.owned) return;
+  if (lend_to_callers)
+    s.owner = std::make_unique<loop_owner>(s.loop, s.loop_thread, [&s] { impl::on_prepare(&s.prepare); });
   s.thread = std::thread([&s] {
     // The loop thread takes no process signals: they belong to the
     // application's threads, and a write to a peer that closed the
@@ -248,8 +245,12 @@ event_loop::event_loop(uv_loop_s* external) : impl_(std::make_unique<impl>()) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    s.loop_thread.store(std::this_thread::get_id());
-    uv_run(s.loop, UV_RUN_DEFAULT);
+    if (s.owner) {
+      s.owner->run_background();
+    } else {
+      s.loop_thread.store(std::this_thread::get_id());
+      uv_run(s.loop, UV_RUN_DEFAULT);
+    }
     // Set on this thread, by a destructor that ran inside uv_run.
     if (s.self_owned) s.finish_on_own_thread();
   });
@@ -336,6 +337,19 @@ void event_loop::post(std::function<void()> fn) {
 
 bool event_loop::on_loop_thread() const noexcept {
   return impl_->loop_thread.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
+event_loop::borrow::borrow(event_loop& l) {
+  loop_owner* owner = l.impl_->owner.get();
+  if (owner != nullptr && owner->try_borrow()) owner_ = owner;
+}
+
+event_loop::borrow::~borrow() {
+  if (owner_ != nullptr) owner_->give_back();
+}
+
+bool event_loop::borrow::turn() {
+  return owner_->turn();
 }
 
 void event_loop::run_sync(const std::function<void()>& fn) {

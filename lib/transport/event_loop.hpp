@@ -10,11 +10,14 @@ struct uv_loop_s;
 
 namespace redsync::detail {
 
+class loop_owner;
+
 class event_loop {
  public:
   // external == nullptr: create a loop and run it on a background thread
-  // until destruction. Otherwise use the application's loop (which it runs).
-  explicit event_loop(uv_loop_s* external);
+  // until destruction, lending it to blocking callers (borrow) when
+  // `lend_to_callers`. Otherwise use the application's loop (which it runs).
+  explicit event_loop(uv_loop_s* external, bool lend_to_callers = true);
   // Owned loop, from another thread: closes its own handles (and,
   // defensively, any handle still open: the engine closes its pools first),
   // joins the thread and closes the loop. Owned loop, on its own thread:
@@ -38,6 +41,32 @@ class event_loop {
   // Runs `fn` on the loop and blocks until it returned. Must not be called on
   // the loop thread.
   void run_sync(const std::function<void()>& fn);
+
+  // The loop lent to the calling thread for one blocking call, so that its
+  // round trips cost no thread hop (transport/loop_owner.hpp): granted for
+  // an owned loop that nobody runs at this moment; refused (false) for the
+  // application's loop, while another thread runs ours, or on shutdown.
+  // While granted, this thread is the loop thread (on_loop_thread() is
+  // true, posts from it need no wake-up) and runs everything due on the
+  // loop, anyone's. Given back on destruction.
+  class borrow {
+   public:
+    explicit borrow(event_loop& l);
+    ~borrow();
+    borrow(const borrow&) = delete;
+    borrow& operator=(const borrow&) = delete;
+    explicit operator bool() const noexcept { return owner_ != nullptr; }
+    // Runs the loop until done() is true or the loop has nothing left.
+    template <class Done>
+    void run_until(Done done) {
+      while (owner_ != nullptr && !done() && turn()) {
+      }
+    }
+
+   private:
+    bool turn();
+    loop_owner* owner_ = nullptr;
+  };
 
  private:
   struct impl;

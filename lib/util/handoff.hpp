@@ -51,6 +51,9 @@ class handoff {
   // the giver is dropped unused give a default instead.
   bool given() const noexcept { return given_.load(std::memory_order_relaxed); }
 
+  // Caller: true once the value is there (take() then returns at once).
+  bool ready() const noexcept { return state_.load(std::memory_order_acquire) == full; }
+
   // Caller, once: blocks until give() and returns the value.
   T take() {
     std::uint32_t s = state_.load(std::memory_order_acquire);
