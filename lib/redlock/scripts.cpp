@@ -67,8 +67,9 @@ local function keep_place(i, lease)
   end
 end
 -- Reserves name i for waiter h for as long as the line lives (the line's
--- TTL is at least every live waiter's lease), and tells h unless it is
--- `quiet` (the caller itself). A node over its maxmemory refuses the SET
+-- TTL is at least every live waiter's lease), and tells h, on h's own
+-- channel (waiter_channel: only h wakes), unless it is `quiet` (the caller
+-- itself). A node over its maxmemory refuses the SET
 -- (eval mode): the name is let go instead.
 local function reserve(i, h, channel, quiet)
   local ttl = redis.call('PTTL', line(i))
@@ -82,7 +83,7 @@ local function reserve(i, h, channel, quiet)
 // reserve()'s publish command (standalone_publish or cluster_publish,
 // scripts.hpp) goes here: only this word differs between the two variants of
 // a script.
-constexpr std::string_view line_prelude_tail = R"lua(', channel, h)
+constexpr std::string_view line_prelude_tail = R"lua(', channel .. ':' .. redis.sha1hex(h), h)
   end
 end
 -- Restores rule R (scripts.hpp) on name i: a name no holder holds is
@@ -389,6 +390,12 @@ std::string reserved_value(std::string_view head) {
 }
 std::string release_channel(std::string_view name) {
   return "redsync:release:" + std::string(name);
+}
+std::string waiter_channel(std::string_view channel, std::string_view value_sha1) {
+  std::string c(channel);
+  c += ':';
+  c += value_sha1;
+  return c;
 }
 
 const lua_script& release_script() {

@@ -148,6 +148,13 @@ inline constexpr std::string_view cluster_publish = "SPUBLISH";
 std::string line_key(std::string_view name);
 std::string lease_key(std::string_view name);
 std::string release_channel(std::string_view name);
+// Where a release announces that it reserved the name for the waiter whose
+// value has SHA1 `value_sha1` (hex): the release channel, ':', that SHA1.
+// One channel per waiter, so a hand-over wakes the next waiter only, not
+// every process waiting for the name (the same slot on a cluster member:
+// the hash tag comes first). The SHA1, not the value, so that channel
+// names (PUBSUB CHANNELS) never show a value that could release the lock.
+std::string waiter_channel(std::string_view channel, std::string_view value_sha1);
 
 // KEYS = names (n), lines (n), leases (n); ARGV = value, "0" (release) or
 // "1" (undo of a failed attempt, rule U), release channel of each name (n).

@@ -7,6 +7,7 @@
 #include "redlock/mutex_rounds.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/slot_groups.hpp"
+#include "util/sha1.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -161,11 +162,17 @@ bool waiting_line::quorum_open() const {
 bool waiting_line::listen(release_listener::waiter* w) {
   if (!waits_ || listening_ || st_.eng.shutting_down()) return false;
   bool missed = false;
+  // Our own channels (waiter_channel): a release wakes the waiter it names
+  // and no other, however many wait.
+  const std::string us = sha1_hex(value_);
+  my_channels_.clear();
   for (std::size_t k = 0; k < st_.channels.size(); ++k) {
     // The name's channel on a cluster member (lock_keys' cluster layout).
     const std::string cluster_channel =
-        st_.clustered.groups.empty() ? std::string() : release_channel(cluster_lock_key(st_.names[k]));
-    missed = st_.eng.listener().watch(st_.channels[k], w, cluster_channel) || missed;
+        st_.clustered.groups.empty() ? std::string()
+                                     : waiter_channel(release_channel(cluster_lock_key(st_.names[k])), us);
+    my_channels_.push_back(waiter_channel(st_.channels[k], us));
+    missed = st_.eng.listener().watch(my_channels_.back(), w, cluster_channel) || missed;
   }
   listening_ = true;
   return missed;
@@ -173,7 +180,7 @@ bool waiting_line::listen(release_listener::waiter* w) {
 
 void waiting_line::stop_listening(release_listener::waiter* w) {
   if (!listening_) return;
-  for (const auto& channel : st_.channels) st_.eng.listener().unwatch(channel, w);
+  for (const auto& channel : my_channels_) st_.eng.listener().unwatch(channel, w);
   listening_ = false;
 }
 

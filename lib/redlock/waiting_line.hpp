@@ -106,6 +106,7 @@ class waiting_line {
   bool joins_ = false;              // the prepared attempt joins (or stays in) the line
   bool first_ = true;               // the last answers made us the head somewhere (assumed at first)
   bool listening_ = false;
+  std::vector<std::string> my_channels_;  // per name, while listening
   std::shared_ptr<std::uint64_t> joins_sent_ = std::make_shared<std::uint64_t>(0);
 };
 

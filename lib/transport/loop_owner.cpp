@@ -60,7 +60,8 @@ loop_owner::loop_owner(uv_loop_s* loop, std::atomic<std::thread::id>& runner, st
     if (timer_fd_ >= 0) ::close(timer_fd_);
     throw std::runtime_error(std::string("redsync: the loop's park set: ") + std::strerror(err));
   }
-  if (!watch(park_fd_, EPOLL_CTL_ADD, backend_fd_, EPOLLIN) || !watch(park_fd_, EPOLL_CTL_ADD, timer_fd_, EPOLLIN)) {
+  if (!watch(park_fd_, EPOLL_CTL_ADD, backend_fd_, EPOLLIN) ||
+      !watch(park_fd_, EPOLL_CTL_ADD, timer_fd_, EPOLLIN)) {
     const int err = errno;
     ::close(park_fd_);
     ::close(timer_fd_);

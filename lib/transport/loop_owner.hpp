@@ -93,8 +93,8 @@ class loop_owner {
   std::atomic<std::thread::id>& runner_;
   std::function<void()> settle_;
   std::mutex running_;  // held by whoever runs the loop
-  int park_fd_ = -1;   // the background thread's epoll: backend fd + timer_fd_
-  int timer_fd_ = -1;  // rings when a borrower left a timer due sooner
+  int park_fd_ = -1;    // the background thread's epoll: backend fd + timer_fd_
+  int timer_fd_ = -1;   // rings when a borrower left a timer due sooner
   int backend_fd_ = -1;
   // Steady-clock times (ns), guarded by running_: when the parked thread
   // wakes by itself, and when timer_fd_ rings (never: not armed).

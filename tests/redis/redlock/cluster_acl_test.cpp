@@ -7,6 +7,7 @@
 // within the bound, not a hang.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "lock_acl.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -36,6 +37,7 @@ using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
+using redsync::test::waiter_channels;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -136,9 +138,7 @@ TEST_CASE(
   REQUIRE(wait_until(
       [&] {
         // The waiter subscribed on the master of the name's slot (node 0).
-        const auto r = redis_client((*c.members[0])[0])
-                           .command({"PUBSUB", "SHARDNUMSUB", "redsync:release:{" + name + "}"});
-        return r.elements.size() == 2 && r.elements[1].integer >= 1;
+        return waiter_channels((*c.members[0])[0], "redsync:release:{" + name + "}", true) >= 1;
       },
       10s));
   const auto released_at = clock_type::now();

@@ -226,6 +226,11 @@ TEST_CASE("a script may SPUBLISH a wake-up on its name's channel, never on a cha
   const auto local = publish(release_channel(key));
   REQUIRE(local.status == transport_status::ok);
   CHECK(local.value.type == reply::kind::integer);  // the number of sharded subscribers
+  // A waiter's own channel (the release channel, ':', SHA1 of its value) is
+  // in the same slot: the hash tag comes first.
+  const auto own = publish(waiter_channel(release_channel(key), std::string(40, 'a')));
+  REQUIRE(own.status == transport_status::ok);
+  CHECK(own.value.type == reply::kind::integer);
   // A channel served by another master (another slot of the same master
   // is not refused: the server checks that it serves the channel's slot).
   std::string elsewhere;

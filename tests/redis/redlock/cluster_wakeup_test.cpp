@@ -11,6 +11,7 @@
 // Acquiring within 8 s of the release takes a wake-up from a quorum of
 // members.
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
@@ -45,6 +46,7 @@ using redsync::test::redis_client;
 using redsync::test::redis_cluster;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
+using redsync::test::waiter_channels;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -55,10 +57,10 @@ redsync::mutex_options slow_waiter() {
   return {.expiry = 40s, .tries = 1000, .retry_delay = [](int) { return 20000ms; }, .timeout_factor = 0.5};
 }
 
-// Sharded subscribers to `name`'s release channel on master `node` of `cl`.
+// Waiters with a sharded subscription to `name`'s releases (each on its own
+// channel, the release channel, ':', SHA1 of its value) on master `node`.
 long long shard_subscribers(redis_cluster& cl, std::size_t node, const std::string& name) {
-  auto r = redis_client(cl[node]).command({"PUBSUB", "SHARDNUMSUB", release_channel(cluster_lock_key(name))});
-  return r.elements.size() == 2 ? r.elements[1].integer : 0;
+  return waiter_channels(cl[node], release_channel(cluster_lock_key(name)), true);
 }
 
 // The same on the master that serves the name's slot now.
@@ -76,8 +78,7 @@ long long standalone_waiting(redsync::test::redis_server& s, const std::string& 
 }
 
 long long standalone_subscribers(redsync::test::redis_server& s, const std::string& name) {
-  auto r = redis_client(s).command({"PUBSUB", "NUMSUB", release_channel(name)});
-  return r.elements.size() == 2 ? r.elements[1].integer : 0;
+  return waiter_channels(s, release_channel(name));
 }
 
 // A holder (`holding`'s) with the lock, and a slow waiter (`waiting`'s)

@@ -2,6 +2,7 @@
 // arrival order, and the releaser cannot jump the line.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -23,6 +24,7 @@ using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
+using redsync::test::waiter_channels;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -32,12 +34,12 @@ long long waiting(cluster& c, const std::string& name) {
   return redis_client(c[0]).command({"ZCARD", name + ":redsync-line"}).integer;
 }
 
-// Subscribers to the lock's release channel, on every node (the minimum).
+// Waiters subscribed to the lock's releases (each on its own channel,
+// redsync:release:NAME:SHA1), on every node (the minimum).
 long long subscribers(cluster& c, const std::string& name) {
   long long least = -1;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    auto r = redis_client(c[i]).command({"PUBSUB", "NUMSUB", "redsync:release:" + name});
-    const long long n = r.elements.size() == 2 ? r.elements[1].integer : 0;
+    const long long n = waiter_channels(c[i], "redsync:release:" + name);
     least = least < 0 ? n : std::min(least, n);
   }
   return least;

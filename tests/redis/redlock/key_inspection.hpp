@@ -1,5 +1,6 @@
-// Test helpers: what a lock's or a semaphore's keys hold on one node, and
-// how many scripts the node ran, read with a plain client.
+// Test helpers: what a lock's or a semaphore's keys hold on one node, how
+// many scripts the node ran and how many waiters listen, read with a plain
+// client.
 #pragma once
 
 #include "redis_client.hpp"
@@ -21,6 +22,18 @@ inline std::string semaphore_key(const std::string& name) {
 /// How many permits (live or not yet purged) the node holds for semaphore `name`.
 inline long long permits_on(redis_client& c, const std::string& name) {
   return c.command({"ZCARD", semaphore_key(name)}).integer;
+}
+
+/// How many waiters listen for a name's releases on this server: each has its
+/// own channel, the name's release channel, ':', SHA1 of its value
+/// (lib/redlock/scripts.hpp, waiter_channel). `release_channel`:
+/// "redsync:release:NAME" on a standalone node, "redsync:release:{NAME}"
+/// (sharded) on a cluster master.
+inline long long waiter_channels(const redis_server& s, const std::string& release_channel,
+                                 bool sharded = false) {
+  const auto r =
+      redis_client(s).command({"PUBSUB", sharded ? "SHARDCHANNELS" : "CHANNELS", release_channel + ":*"});
+  return static_cast<long long>(r.elements.size());
 }
 
 }  // namespace redsync::test

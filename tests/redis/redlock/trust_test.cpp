@@ -7,6 +7,7 @@
 
 #include "fake_redis.hpp"
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "lock_acl.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -30,6 +31,7 @@ using redsync::test::fresh_nodes;
 using redsync::test::redis_client;
 using redsync::test::unique_name;
 using redsync::test::wait_until;
+using redsync::test::waiter_channels;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -80,12 +82,11 @@ struct acl_cluster {
     return redis_client(servers[0]).command({"ZCARD", name + ":redsync-line"}).integer;
   }
 
-  // Subscribers to the name's release channel, the fewest on any node.
+  // Waiters listening for the name's releases, the fewest on any node.
   long long subscribers(const std::string& name) {
     long long least = -1;
     for (std::size_t i = 0; i < servers.size(); ++i) {
-      auto r = redis_client(servers[i]).command({"PUBSUB", "NUMSUB", "redsync:release:" + name});
-      const long long n = r.elements.size() == 2 ? r.elements[1].integer : 0;
+      const long long n = waiter_channels(servers[i], "redsync:release:" + name);
       least = least < 0 ? n : std::min(least, n);
     }
     return least;

@@ -2,8 +2,8 @@
 // application thread: a write to a closed peer must never raise SIGPIPE
 // there (its default action ends the process, this test program included).
 
-#include "transport/event_loop.hpp"
 #include "transport/socket_write.hpp"
+#include "transport/event_loop.hpp"
 
 #include <doctest/doctest.h>
 
