@@ -391,12 +391,6 @@ std::string reserved_value(std::string_view head) {
 std::string release_channel(std::string_view name) {
   return "redsync:release:" + std::string(name);
 }
-std::string waiter_channel(std::string_view channel, std::string_view value_sha1) {
-  std::string c(channel);
-  c += ':';
-  c += value_sha1;
-  return c;
-}
 
 const lua_script& release_script() {
   return line_script<release_head, release_body>();

@@ -154,7 +154,12 @@ std::string release_channel(std::string_view name);
 // every process waiting for the name (the same slot on a cluster member:
 // the hash tag comes first). The SHA1, not the value, so that channel
 // names (PUBSUB CHANNELS) never show a value that could release the lock.
-std::string waiter_channel(std::string_view channel, std::string_view value_sha1);
+inline std::string waiter_channel(std::string_view channel, std::string_view value_sha1) {
+  std::string c(channel);
+  c += ':';
+  c += value_sha1;
+  return c;
+}
 
 // KEYS = names (n), lines (n), leases (n); ARGV = value, "0" (release) or
 // "1" (undo of a failed attempt, rule U), release channel of each name (n).
