@@ -56,6 +56,8 @@ struct config {
 };
 
 json run_floor(const config& cfg);
+// The raw-epoll probe (bench/floor_epoll.c) in both modes: {"all", "quorum"}.
+json run_floor_epoll(const config& cfg);
 json run_cycle(const config& cfg);
 json run_throughput(const config& cfg);
 json run_handover(const config& cfg);

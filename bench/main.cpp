@@ -1,5 +1,5 @@
 // redsync_bench --nodes URI,... [--only NAME] [--iterations N] [--json]
-// Measurements: floor, cycle, throughput, handover, degraded, failed_lock,
+// Measurements: floor, floor_epoll, cycle, throughput, handover, degraded, failed_lock,
 // memory, ladder, contention, semaphore, cluster (default: floor,cycle,throughput,handover,memory; the
 // degraded ones need a cluster prepared by scripts/bench).
 
@@ -41,7 +41,7 @@ std::string unique_name(std::string_view what) {
 namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
-  --only NAME[,NAME]   floor, cycle, throughput, handover, degraded, failed_lock,
+  --only NAME[,NAME]   floor, floor_epoll, cycle, throughput, handover, degraded, failed_lock,
                        memory, ladder, contention, semaphore, cluster,
                        cluster_cycle, durable
                        (cluster, cluster_cycle: --nodes lists standalone and
@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
 
   const std::map<std::string_view, std::function<bench::json(const bench::config&)>> runs{
       {"floor", bench::run_floor},
+      {"floor_epoll", bench::run_floor_epoll},  // the probe next to this program
       {"cycle", bench::run_cycle},
       {"throughput", bench::run_throughput},
       {"handover", bench::run_handover},
