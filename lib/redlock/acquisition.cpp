@@ -205,7 +205,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
         // Finished (abandoned, or shut down with an engine that may be gone
         // by now): nothing below is wanted, and the engine must not be used.
         if (a.finished()) return done(std::move(r));
-        if (r.status == transport_status::ok) r.value = fast_acquire_answer(r.value);
+        if (r.status == transport_status::ok) r.value = fast_acquire_answer(std::move(r.value));
         if (r.status == transport_status::ok && r.value.is_error()) {
           // This node cannot run the transaction (an ACL written before it
           // existed, say): the script from now on, and one more attempt at
