@@ -23,6 +23,7 @@
 #include "redlock/slot_groups.hpp"
 #include "redlock/waiting_line.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <random>
 
@@ -122,6 +123,9 @@ class acquisition final : public mutex_operation, public release_listener::waite
     // node's record was looked at (for each slot of the names on a cluster
     // member); later ones go at once.
     waiting_for_survey_ = true;
+    const auto surveyed = [this](std::uint16_t slot) { return eng_.trust(slot).surveyed(); };
+    if (!st_->slots.empty() && std::all_of(st_->slots.begin(), st_->slots.end(), surveyed))
+      return send_attempt();  // what the countdown below would do at once, without its allocations
     auto left = std::make_shared<std::size_t>(st_->slots.size());
     for (const std::uint16_t slot : st_->slots)
       eng_.trust(slot).when_surveyed(st_->timeout, [self = self(), left] {
@@ -205,7 +209,7 @@ class acquisition final : public mutex_operation, public release_listener::waite
         // Finished (abandoned, or shut down with an engine that may be gone
         // by now): nothing below is wanted, and the engine must not be used.
         if (a.finished()) return done(std::move(r));
-        if (r.status == transport_status::ok) r.value = fast_acquire_answer(r.value);
+        if (r.status == transport_status::ok) r.value = fast_acquire_answer(std::move(r.value));
         if (r.status == transport_status::ok && r.value.is_error()) {
           // This node cannot run the transaction (an ACL written before it
           // existed, say): the script from now on, and one more attempt at

@@ -79,12 +79,12 @@ wire_command discard_command() {
   return discard;
 }
 
-reply fast_acquire_answer(const reply& exec) {
-  if (exec.is_error()) return exec;
+reply fast_acquire_answer(reply&& exec) {
+  if (exec.is_error()) return std::move(exec);
   if (exec.type != reply::kind::array || exec.elements.size() != 4)
     return error_reply("ERR unexpected reply to the acquisition transaction");
-  for (const reply& e : exec.elements)
-    if (e.is_error()) return e;
+  for (reply& e : exec.elements)
+    if (e.is_error()) return std::move(e);
   const reply& set = exec.elements[0];
   const reply& counter = exec.elements[1];
   const reply& record = exec.elements[2];
@@ -113,14 +113,16 @@ reply fast_acquire_answer(const reply& exec) {
     if (!w) return error_reply("ERR the redsync node record's `window` is not a number");
     recorded_window = *w;
   }
-  reply vote;
-  vote.type = reply::kind::array;
-  vote.elements.reserve(4);
-  vote.elements.push_back(integer_reply(counter.integer));
-  vote.elements.push_back(string_reply(run.type == reply::kind::nil ? std::string{} : run.str));
-  vote.elements.push_back(integer_reply(age));
-  vote.elements.push_back(integer_reply(recorded_window));
-  return vote;
+  // The vote is written into the transaction's own four elements: no
+  // allocation, and the run id is moved rather than copied.
+  const long long count = counter.integer;
+  std::string run_id =
+      run.type == reply::kind::nil ? std::string{} : std::move(exec.elements[2].elements[0].str);
+  exec.elements[0] = integer_reply(count);
+  exec.elements[1] = string_reply(std::move(run_id));
+  exec.elements[2] = integer_reply(age);
+  exec.elements[3] = integer_reply(recorded_window);
+  return std::move(exec);
 }
 
 }  // namespace redsync::detail

@@ -58,7 +58,7 @@ wire_command discard_command();
 // none), ms since the identity was first seen unverified (-1 if never),
 // recorded window ms} where SET won; nil where it lost; an error reply for
 // anything else (an error inside the transaction, a malformed record),
-// naming what was wrong. Pure.
-reply fast_acquire_answer(const reply& exec);
+// naming what was wrong. Pure; consumes `exec` (the vote reuses its storage).
+reply fast_acquire_answer(reply&& exec);
 
 }  // namespace redsync::detail

@@ -97,9 +97,10 @@ void send_undo_unawaited(mutex_state& st, std::size_t i) {
 round_sender retried_release_sender(mutex_state& st) {
   form_sender send = [e = &st.eng, route = st.route, timeout = st.timeout,
                       give_up_at = std::chrono::steady_clock::now() + st.opts.expiry + st.drift,
-                      wanted = [s = st.shared_from_this(), gen = st.generation] {
-                        return s->generation == gen;
-                      }](member_slot pool, const script_call& form, command_callback done) {
+                      // One copy for every node's sends (a std::function per node was a heap copy each).
+                      wanted = std::make_shared<const std::function<bool()>>(
+                          [s = st.shared_from_this(), gen = st.generation] { return s->generation == gen; })](
+                         member_slot pool, const script_call& form, command_callback done) {
     send_release(*e, pool, route, form, timeout, give_up_at, wanted, std::move(done));
   };
   return [call = st.release_call, slots = st.slots, send = std::move(send)](std::size_t, member_slot pool,

@@ -192,6 +192,8 @@ class node_trust {
   // this waits for one or two looks (bounded by `timeout` per command),
   // later at once.
   void when_surveyed(std::chrono::microseconds timeout, std::function<void()> ready);
+  // Whether when_surveyed would run `ready` at once.
+  bool surveyed() const noexcept { return surveyed_; }
 
   // Looks at every node's record now (a member's slot changed master: the
   // look marks the promoted master, so its window starts from here).

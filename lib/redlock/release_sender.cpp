@@ -41,7 +41,8 @@ using std::chrono::microseconds;
 class release_sender final : public loop_task, public std::enable_shared_from_this<release_sender> {
  public:
   release_sender(engine& eng, member_slot pool, std::uint64_t route, script_call call, microseconds timeout,
-                 clock::time_point give_up_at, std::function<bool()> wanted, command_callback first)
+                 clock::time_point give_up_at, std::function<bool()> wanted,
+                 std::shared_ptr<const std::function<bool()>> shared_wanted, command_callback first)
       : eng_(eng),
         eng_alive_(eng.alive()),
         pool_(pool),
@@ -50,6 +51,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
         timeout_(timeout),
         give_up_at_(give_up_at),
         wanted_(std::move(wanted)),
+        shared_wanted_(std::move(shared_wanted)),
         first_(std::move(first)) {}
 
   void send() {
@@ -81,16 +83,20 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
     // Often enough to catch a node that comes back, rarely enough not to
     // spin while a pool fails fast in backoff.
     const auto every = std::clamp(timeout_, microseconds(10'000), microseconds(1'000'000));
-    if (replied || eng_.shutting_down() || clock::now() + every >= give_up_at_ || (wanted_ && !wanted_()))
-      return;
+    if (replied || eng_.shutting_down() || clock::now() + every >= give_up_at_ || !still_wanted()) return;
     timer_ = loop_timer::create(eng_.loop().loop());
     self_ = shared_from_this();
     eng_.add_task(this);
     timer_->start(every, [this] {
       auto keep = self_;
       stop_waiting();
-      if (!eng_.shutting_down() && (!wanted_ || wanted_())) send();
+      if (!eng_.shutting_down() && still_wanted()) send();
     });
+  }
+
+  bool still_wanted() const {
+    if (shared_wanted_) return !*shared_wanted_ || (*shared_wanted_)();
+    return !wanted_ || wanted_();
   }
 
   void stop_waiting() {
@@ -109,6 +115,7 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
   const microseconds timeout_;
   const clock::time_point give_up_at_;
   std::function<bool()> wanted_;
+  const std::shared_ptr<const std::function<bool()>> shared_wanted_;  // instead of wanted_
   command_callback first_;
   loop_timer* timer_ = nullptr;
   std::shared_ptr<release_sender> self_;  // while waiting to send again
@@ -119,7 +126,15 @@ class release_sender final : public loop_task, public std::enable_shared_from_th
 void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
                   microseconds timeout, clock::time_point give_up_at, std::function<bool()> wanted,
                   command_callback first) {
-  std::make_shared<release_sender>(eng, pool, route, call, timeout, give_up_at, std::move(wanted),
+  std::make_shared<release_sender>(eng, pool, route, call, timeout, give_up_at, std::move(wanted), nullptr,
+                                   std::move(first))
+      ->send();
+}
+
+void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
+                  microseconds timeout, clock::time_point give_up_at,
+                  std::shared_ptr<const std::function<bool()>> wanted, command_callback first) {
+  std::make_shared<release_sender>(eng, pool, route, call, timeout, give_up_at, nullptr, std::move(wanted),
                                    std::move(first))
       ->send();
 }

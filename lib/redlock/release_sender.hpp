@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 namespace redsync::detail {
 
@@ -21,5 +22,10 @@ namespace redsync::detail {
 void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
                   std::chrono::microseconds timeout, std::chrono::steady_clock::time_point give_up_at,
                   std::function<bool()> wanted, command_callback first);
+// The same with `wanted` shared by the sends of one release (one copy per
+// release instead of one per node; an empty or null `wanted` = always).
+void send_release(engine& eng, member_slot pool, std::uint64_t route, const script_call& call,
+                  std::chrono::microseconds timeout, std::chrono::steady_clock::time_point give_up_at,
+                  std::shared_ptr<const std::function<bool()>> wanted, command_callback first);
 
 }  // namespace redsync::detail

@@ -4,6 +4,7 @@
 #include "redlock/round.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 namespace redsync::detail {
@@ -140,9 +141,18 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
   st->done = std::move(done);
   st->counts.nodes.resize(n);
   st->counts.integers.assign(n, 0);
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  if (st->spec.shuffle) std::shuffle(order.begin(), order.end(), eng.rng());
+  // The send order: node order, or shuffled (shuffle_nodes). Up to 16 nodes
+  // it lives on the stack (a vector was one more malloc per round).
+  constexpr std::size_t inline_nodes = 16;
+  std::array<std::size_t, inline_nodes> order_small;
+  std::vector<std::size_t> order_big;
+  std::size_t* order = order_small.data();
+  if (n > inline_nodes) {
+    order_big.resize(n);
+    order = order_big.data();
+  }
+  std::iota(order, order + n, std::size_t{0});
+  if (st->spec.shuffle) std::shuffle(order, order + n, eng.rng());
   for (std::size_t i = 0; i < n; ++i) {
     st->counts.nodes[i].address = eng.addresses()[i];
     if (!st->spec.excluded.empty() && st->spec.excluded[i]) {
@@ -158,7 +168,8 @@ void run_round(engine& eng, round_spec spec, std::function<void(tally&&)> done) 
     eng.loop().post([st] { st->report(); });
     return;
   }
-  for (std::size_t i : order) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = order[k];
     if (st->counts.nodes[i].status == node_status::excluded) continue;
     st->spec.send(i, eng.at(i, st->spec.slot),
                   [st, i](command_result&& r) { st->on_answer(i, std::move(r)); });

@@ -1,4 +1,4 @@
-// RESP: commands encoded with hiredis' formatter, replies read with its
+// RESP: commands encoded as hiredis' formatter would, replies read with its
 // reader into owned values, within an element budget.
 
 #include "transport/resp.hpp"
@@ -10,50 +10,43 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <stdexcept>
 
 // hiredis 0.14 declares the reader in <hiredis/read.h> (included by
-// hiredis.h); 1.x keeps the same redisReader* and redisFormatCommandArgv
-// functions, so only those are used here. redisFormatCommandArgv returns int
-// in 0.14 and long long in 1.x, and its buffer must go back through
-// redisFreeCommand (1.x may use an allocator set by hiredisSetAllocators).
+// hiredis.h); 1.x keeps the same redisReader* functions, so only those are
+// used here.
 
 namespace redsync::detail {
 
 void append_command(std::string& out, const std::vector<std::string_view>& argv) {
-  // Most commands have a handful of arguments: keep the pointer/length
-  // arrays on the stack for those.
-  constexpr std::size_t inline_args = 16;
-  std::array<const char*, inline_args> ptr_small;
-  std::array<std::size_t, inline_args> len_small;
-  std::vector<const char*> ptr_big;
-  std::vector<std::size_t> len_big;
-  const char** ptrs = ptr_small.data();
-  std::size_t* lens = len_small.data();
-  if (argv.size() > inline_args) {
-    ptr_big.resize(argv.size());
-    len_big.resize(argv.size());
-    ptrs = ptr_big.data();
-    lens = len_big.data();
+  // The multi-bulk request hiredis' redisFormatCommandArgv writes, byte for
+  // byte ("*<argc>\r\n", then "$<len>\r\n<arg>\r\n" per argument), written
+  // directly: hiredis formats each length with sprintf into a buffer of its
+  // own that was then copied here, which made encoding a command per
+  // acquisition the largest single cost of the library's own work per lock
+  // + unlock cycle (issue 34).
+  std::size_t size = 1 + std::numeric_limits<std::size_t>::digits10 + 1 + 2;
+  for (const auto a : argv) size += 1 + std::numeric_limits<std::size_t>::digits10 + 1 + 2 + a.size() + 2;
+  out.reserve(out.size() + size);
+  const auto header = [&out](char kind, std::size_t n) {
+    std::array<char, 2 + std::numeric_limits<std::size_t>::digits10 + 1 + 2> buf;
+    buf[0] = kind;
+    char* end = std::to_chars(buf.data() + 1, buf.data() + buf.size() - 2, n).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    out.append(buf.data(), static_cast<std::size_t>(end - buf.data()));
+  };
+  header('*', argv.size());
+  for (const auto a : argv) {
+    header('$', a.size());
+    // An empty string_view may carry a null pointer: nothing to copy then.
+    if (!a.empty()) out.append(a.data(), a.size());
+    out.append("\r\n", 2);
   }
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    // An empty string_view may carry a null pointer; hiredis memcpy()s from it.
-    ptrs[i] = argv[i].empty() ? "" : argv[i].data();
-    lens[i] = argv[i].size();
-  }
-  char* target = nullptr;
-  const long long len = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), ptrs, lens);
-  if (len < 0 || target == nullptr) throw std::bad_alloc();
-  // Copy once into the caller's string.
-  try {
-    out.append(target, static_cast<std::size_t>(len));
-  } catch (...) {
-    redisFreeCommand(target);
-    throw;
-  }
-  redisFreeCommand(target);
 }
 
 wire_command encode_command(const std::vector<std::string_view>& argv) {

@@ -5,6 +5,10 @@
 #include "transport/node_pool.hpp"
 #include "transport/resp.hpp"
 
+#include <hiredis/hiredis.h>
+
+#include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -65,6 +69,34 @@ TEST_CASE("encode_command handles more arguments than fit on the stack") {
   CHECK(wire->rfind("*41\r\n$3\r\nDEL\r\n$2\r\nk0\r\n", 0) == 0);
   CHECK(wire->size() > 41 * 6);
   CHECK(wire->substr(wire->size() - 9) == "$3\r\nk39\r\n");
+}
+
+TEST_CASE("encode_command writes exactly the bytes of hiredis' redisFormatCommandArgv") {
+  // Our encoder replaced hiredis' formatter (issue 34): the wire must not change.
+  std::mt19937 rng(34);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> args(rng() % 40);
+    for (auto& a : args) {
+      a.resize(rng() % 3 == 0 ? rng() % 300 : rng() % 12);
+      for (auto& c : a) c = static_cast<char>(rng());
+    }
+    std::vector<std::string_view> argv(args.begin(), args.end());
+    std::vector<const char*> ptrs;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      ptrs.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    char* theirs = nullptr;
+    const auto len = redisFormatCommandArgv(&theirs, static_cast<int>(args.size()), ptrs.data(), lens.data());
+    REQUIRE(len >= 0);
+    const std::string expected(theirs, static_cast<std::size_t>(len));
+    redisFreeCommand(theirs);
+    CHECK(*encode_command(argv) == expected);
+    std::string appended = "prefix";
+    redsync::detail::append_command(appended, argv);
+    CHECK(appended == "prefix" + expected);
+  }
 }
 
 TEST_CASE("reader parses status, error, integer, bulk string and nil replies") {
