@@ -139,6 +139,10 @@ void loop_owner::park(int timeout_ms) {
 // Wakes the parked thread by `due` (steady ns) at the latest: unless it
 // plans to wake by then anyway, or the timer already rings by then.
 void loop_owner::wake_by(std::int64_t due) {
+  // A timer that rang while a borrower held the loop: resume() parked again
+  // without clearing the record, which would make every later due time
+  // look covered and leave the parked thread asleep past it.
+  if (timer_armed_ <= steady_ns()) timer_armed_ = never;
   if (due >= planned_wake_ || due >= timer_armed_) return;
   itimerspec at{};
   at.it_value.tv_sec = static_cast<time_t>(due / 1'000'000'000);
@@ -174,6 +178,9 @@ bool loop_owner::try_borrow() {
   // this fails it wakes on them and waits for the mutex: slower, not wrong.)
   watch(park_fd_, EPOLL_CTL_MOD, backend_fd_, 0);
   runner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  // A callback on a borrower of another Redsync's loop may borrow this one:
+  // the outer borrow is shielded again once this one is given back.
+  previous_lent_ = lent_to_this_thread;
   lent_to_this_thread = this;
   return true;
 }
@@ -200,14 +207,15 @@ void loop_owner::give_back() {
   // What the last turn's late callbacks queued is written now: nobody may
   // run the loop for a while.
   settle_();
-  lent_to_this_thread = nullptr;
+  lent_to_this_thread = previous_lent_;
   const bool restore = sigpipe_ == sigpipe::blocked_here;
   sigpipe_ = sigpipe::open;
   if (restore) {
     // A write in this turn to a socket its peer closed may have left a
     // SIGPIPE pending on this thread: take it before the mask lets it
     // through. (A thread that blocks SIGPIPE itself keeps its mask and
-    // whatever is pending.)
+    // whatever is pending. A SIGPIPE sent to the whole process at that
+    // moment is taken too; at its default action it would have ended it.)
     sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);

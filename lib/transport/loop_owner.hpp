@@ -109,6 +109,9 @@ class loop_owner {
   enum class sigpipe { open, blocked_here, blocked_before };
   sigpipe sigpipe_ = sigpipe::open;
   sigset_t saved_mask_{};
+  // The loop this thread had borrowed before this one (nested borrows of
+  // two Redsyncs' loops), restored on give_back; guarded by running_.
+  loop_owner* previous_lent_ = nullptr;
   // The park set could not be restored once: never park again (guarded by
   // running_).
   bool lending_broken_ = false;
