@@ -87,9 +87,8 @@ TEST_CASE("a timer left due by a borrower fires with nobody calling, after a wak
   std::atomic<int> closed{0};
   for (uv_timer_t* t : {&first, &end_of_turns, &second}) {
     t->data = &closed;
-    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
-      static_cast<std::atomic<int>*>(h->data)->fetch_add(1);
-    });
+    uv_close(reinterpret_cast<uv_handle_t*>(t),
+             [](uv_handle_t* h) { static_cast<std::atomic<int>*>(h->data)->fetch_add(1); });
   }
   lent->run_until([&] { return closed.load() == 3; });
   lent.reset();
