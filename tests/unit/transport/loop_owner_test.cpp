@@ -5,6 +5,8 @@
 
 #include "transport/event_loop.hpp"
 
+#include "take_loop.hpp"
+
 #include <doctest/doctest.h>
 
 #include <uv.h>
@@ -20,18 +22,6 @@ using redsync::detail::event_loop;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-// Borrows the loop, waking its thread with posts until it lends (it starts
-// lending once a caller has asked).
-void take(event_loop& loop, std::optional<event_loop::borrow>& lent) {
-  for (int i = 0; i < 200; ++i) {
-    lent.emplace(loop);
-    if (*lent) return;
-    lent.reset();
-    loop.post([] {});
-    std::this_thread::sleep_for(10ms);
-  }
-}
 
 void count(uv_timer_t* t) {
   static_cast<std::atomic<int>*>(t->data)->fetch_add(1);
@@ -50,7 +40,7 @@ TEST_CASE("a timer left due by a borrower fires with nobody calling, after a wak
 
   // The library's thread running and parked (lending: a caller asked), with
   // nothing due.
-  take(loop, lent);
+  redsync::test::take_loop(loop, lent);
   REQUIRE(lent.has_value());
   lent.reset();
   loop.post([] {});
@@ -58,7 +48,7 @@ TEST_CASE("a timer left due by a borrower fires with nobody calling, after a wak
 
   // Borrower 1 leaves a timer due in 50 ms: the parked thread's timerfd is
   // set to ring then.
-  take(loop, lent);
+  redsync::test::take_loop(loop, lent);
   REQUIRE(lent.has_value());
   uv_timer_init(loop.loop(), &first);
   uv_timer_init(loop.loop(), &end_of_turns);
@@ -68,7 +58,7 @@ TEST_CASE("a timer left due by a borrower fires with nobody calling, after a wak
 
   // Borrower 2 takes the loop at once and holds it past that time (the
   // timerfd rings while it holds the loop; the timer fires on borrower 2).
-  take(loop, lent);
+  redsync::test::take_loop(loop, lent);
   REQUIRE(lent.has_value());
   uv_timer_start(&end_of_turns, &count, 200, 0);
   lent->run_until([&] { return fired_end.load() == 1; });
@@ -82,7 +72,7 @@ TEST_CASE("a timer left due by a borrower fires with nobody calling, after a wak
   while (fired_second == 0 && clock_type::now() < until) std::this_thread::sleep_for(5ms);
   CHECK(fired_second == 1);
 
-  take(loop, lent);
+  redsync::test::take_loop(loop, lent);
   REQUIRE(lent.has_value());
   std::atomic<int> closed{0};
   for (uv_timer_t* t : {&first, &end_of_turns, &second}) {

@@ -3,6 +3,8 @@
 // there (its default action ends the process, this test program included).
 
 #include "transport/socket_write.hpp"
+
+#include "take_loop.hpp"
 #include "transport/event_loop.hpp"
 
 #include <doctest/doctest.h>
@@ -82,18 +84,9 @@ TEST_CASE("an immediate write to a closed peer fails with EPIPE and raises no SI
 TEST_CASE("a borrower shielded for a queued write takes the SIGPIPE it raised and gets its mask back") {
   default_sigpipe dfl;
   event_loop loop(nullptr);
-  // The loop's thread lends the loop once callers ask for it; until then a
-  // caller posts (which wakes it to learn that callers are asking).
   std::optional<event_loop::borrow> lent;
-  for (int i = 0; i < 200; ++i) {
-    lent.emplace(loop);
-    if (*lent) break;
-    lent.reset();
-    loop.post([] {});
-    std::this_thread::sleep_for(10ms);
-  }
+  redsync::test::take_loop(loop, lent);
   REQUIRE(lent.has_value());
-  REQUIRE(static_cast<bool>(*lent));
   CHECK(loop.on_loop_thread());
   CHECK_FALSE(sigpipe_in(1));
 
