@@ -2,8 +2,7 @@
 
 #include "redlock/telemetry.hpp"
 
-#include "redlock/mutex_state.hpp"
-#include "redlock/semaphore_state.hpp"
+#include "redlock/telemetry_notify.hpp"
 
 #include <fmt/format.h>
 
@@ -15,20 +14,6 @@ namespace redsync::detail {
 namespace {
 
 constexpr auto relaxed = std::memory_order_relaxed;
-
-std::string names_of(std::span<const std::string> names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
-// The identity of a permit; its strings live as long as the permit.
-permit_info info_of(const permit_state& p) {
-  return {.semaphore = p.sem->name, .permits = p.sem->permits, .id = p.id, .slot = p.slot, .token = p.token};
-}
 
 }  // namespace
 
@@ -94,84 +79,6 @@ void telemetry::log(log_level level, const std::string& message) noexcept {
   } catch (...) {
     observer_errors_.fetch_add(1, relaxed);
   }
-}
-
-template <class F>
-void telemetry::notify(F&& call) noexcept {
-  if (!observer_) return;
-  try {
-    call(*observer_);
-  } catch (const std::exception& e) {
-    observer_errors_.fetch_add(1, relaxed);
-    if (logging()) log(log_level::error, fmt::format("redsync: an observer callback threw: {}", e.what()));
-  } catch (...) {
-    observer_errors_.fetch_add(1, relaxed);
-    if (logging()) log(log_level::error, "redsync: an observer callback threw a non-standard exception");
-  }
-}
-
-void telemetry::acquisition(const mutex_state& st, bool blocking, const result& r) {
-  acquisitions_.add(r);
-  if (!observer_) return;
-  fencing_token token{};
-  if (r.ok()) {
-    std::lock_guard lk(st.mu);
-    token = st.token;
-  }
-  notify([&](observer& o) {
-    o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});
-  });
-}
-
-void telemetry::release(const mutex_state& st, const result& r) {
-  releases_.add(r);
-  notify([&](observer& o) { o.on_release({.names = st.names, .outcome = r}); });
-}
-
-void telemetry::extension(const mutex_state& st, bool automatic, const result& r) {
-  extensions_.add(r);
-  notify([&](observer& o) { o.on_extend({.names = st.names, .automatic = automatic, .outcome = r}); });
-}
-
-void telemetry::lost(const mutex_state& st, const result& r) {
-  lost_.fetch_add(1, relaxed);
-  if (logging())
-    log(log_level::warning, fmt::format("redsync: lock \"{}\": {}", names_of(st.names), r.describe()));
-  notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
-}
-
-void telemetry::permit_acquisition(const semaphore_state& sem, const permit_state* p, bool blocking,
-                                   const result& r) {
-  permit_acquisitions_.add(r);
-  // A failed acquisition names only its semaphore: its last attempt's id
-  // and slot were never granted.
-  permit_info info;
-  if (r.ok() && p) {
-    info = info_of(*p);
-  } else {
-    info.semaphore = sem.name;
-    info.permits = sem.permits;
-  }
-  notify([&](observer& o) { o.on_permit_acquire({.permit = info, .blocking = blocking, .outcome = r}); });
-}
-
-void telemetry::permit_release(const permit_state& p, const result& r) {
-  permit_releases_.add(r);
-  notify([&](observer& o) { o.on_permit_release({.permit = info_of(p), .outcome = r}); });
-}
-
-void telemetry::permit_extension(const permit_state& p, bool automatic, const result& r) {
-  permit_extensions_.add(r);
-  notify(
-      [&](observer& o) { o.on_permit_extend({.permit = info_of(p), .automatic = automatic, .outcome = r}); });
-}
-
-void telemetry::permit_lost(const permit_state& p, const result& r) {
-  lost_permits_.fetch_add(1, relaxed);
-  if (logging())
-    log(log_level::warning, fmt::format("redsync: permit {} (slot {}) of semaphore \"{}\": {}", p.id, p.slot,
-                                        p.sem->name, r.describe()));
-  notify([&](observer& o) { o.on_permit_lost({.permit = info_of(p), .outcome = r}); });
 }
 
 void telemetry::answer(std::size_t i, node_status s, std::chrono::microseconds latency,
