@@ -7,6 +7,7 @@
 #include "redlock/node_trust.hpp"
 #include "redlock/release_listener.hpp"
 #include "redlock/telemetry.hpp"
+#include "redlock/trust_host.hpp"
 #include "transport/cleanup_drain.hpp"
 #include "transport/event_loop.hpp"
 #include "transport/member.hpp"
@@ -42,7 +43,9 @@ struct member_spec {
   std::vector<node_options> seeds;
 };
 
-class engine {
+// Final: calls through an engine& are direct; only node trust calls
+// through trust_host.
+class engine final : public trust_host {
  public:
   engine(std::vector<node_options> nodes, const redsync_options& options);
   engine(std::vector<member_spec> members, const redsync_options& options);
@@ -63,41 +66,41 @@ class engine {
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 
-  event_loop& loop() noexcept { return loop_; }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t quorum() const noexcept { return size_ / 2 + 1; }
+  event_loop& loop() noexcept override { return loop_; }
+  std::size_t size() const noexcept override { return size_; }
+  std::size_t quorum() const noexcept override { return size_ / 2 + 1; }
   // How scripts are sent (send_script's first argument).
-  redsync::script_mode script_mode() const noexcept { return script_mode_; }
+  redsync::script_mode script_mode() const noexcept override { return script_mode_; }
   const std::vector<std::string>& addresses() const noexcept { return addresses_; }
   // How messages name node i by its URI: redis://host:port, rediss://host:port
   // or unix:/path. Built from the parsed options, so it never holds a
   // credential (nothing left to redact) and says which name of a server
   // the node list used.
-  const std::string& uri(std::size_t i) const noexcept { return uris_[i]; }
+  const std::string& uri(std::size_t i) const noexcept override { return uris_[i]; }
   // Some member is a whole Redis Cluster (docs/cluster.md).
   bool has_cluster_members() const noexcept { return has_cluster_; }
   // Member i is a whole Redis Cluster. Unlike node(i), also during and after
   // shutdown (a round's late answers are judged then).
-  bool is_cluster_member(std::size_t i) const noexcept { return cluster_members_[i]; }
-  bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+  bool is_cluster_member(std::size_t i) const noexcept override { return cluster_members_[i]; }
+  bool shutting_down() const noexcept override { return shutting_down_.load(std::memory_order_acquire); }
   // Loop thread: false once the pools were handed over for closing; nothing
   // may be sent after that.
-  bool can_send() const noexcept { return !pools_.empty(); }
+  bool can_send() const noexcept override { return !pools_.empty(); }
   // Loop thread: `done` of a cleanup command (a release), counted so that
   // shutdown waits for it.
   command_callback track_cleanup(command_callback done) { return drain_->track(std::move(done)); }
 
   // Loop thread only. Member i, and where a call whose keys are in `slot`
   // goes on it (a standalone member ignores the slot).
-  member& node(std::size_t i) noexcept { return *pools_[i]; }
-  member_slot at(std::size_t i, std::uint16_t slot) noexcept { return {pools_[i].get(), slot}; }
+  member& node(std::size_t i) noexcept override { return *pools_[i]; }
+  member_slot at(std::size_t i, std::uint16_t slot) noexcept override { return {pools_[i].get(), slot}; }
   std::mt19937_64& rng() noexcept { return rng_; }
   release_listener& listener() noexcept { return *listener_; }
 
   // Any thread: records a mutex's expiry (the longest one is the default
   // restart guard window).
   void note_expiry(std::chrono::milliseconds expiry) noexcept;
-  std::chrono::milliseconds longest_expiry() const noexcept {
+  std::chrono::milliseconds longest_expiry() const noexcept override {
     return std::chrono::milliseconds{longest_expiry_ms_.load(std::memory_order_relaxed)};
   }
   // Loop thread: which nodes' votes count (restart guard, fencing repair),
@@ -107,17 +110,17 @@ class engine {
   node_trust& trust(std::uint16_t slot = 0);
   // Loop thread: what the handshake INFO of master `address` of cluster
   // member i said (node_identity.hpp); empty if none was read.
-  server_identity cluster_identity(std::size_t i, const std::string& address) const;
+  server_identity cluster_identity(std::size_t i, const std::string& address) const override;
   // Loop thread: master `address` of cluster member i answered with another
   // server mark than its identity here (server_mark.hpp): reads its INFO
   // again (at most one read in flight per master, at most one a second).
-  void read_identity(std::size_t i, const std::string& address);
+  void read_identity(std::size_t i, const std::string& address) override;
   // Loop thread: why standalone member i never votes when its last
   // handshake INFO showed a Redis Cluster node (cluster_node_problem in
   // node_identity.hpp), else empty.
   const std::string& cluster_node(std::size_t i) const noexcept { return cluster_nodes_[i]; }
   // Counters, observer and log hook (any thread for snapshot(), else loop).
-  detail::telemetry& telemetry() noexcept { return *telemetry_; }
+  detail::telemetry& telemetry() noexcept override { return *telemetry_; }
   // Expired once the engine is destroyed (see alive_).
   std::weak_ptr<int> alive() const noexcept { return alive_; }
   const detail::telemetry& telemetry() const noexcept { return *telemetry_; }

@@ -4,10 +4,10 @@
 #include "redlock/node_trust.hpp"
 
 #include "redlock/cluster_keys.hpp"
-#include "redlock/engine.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/scripts.hpp"
+#include "redlock/trust_host.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>
@@ -49,7 +49,7 @@ struct node_trust::look {
   milliseconds recorded_window{0};
 };
 
-node_trust::node_trust(engine& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot)
+node_trust::node_trust(trust_host& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot)
     : eng_(eng), guard_(guard), fixed_window_(window), slot_(slot), nodes_(eng.size()) {}
 
 std::string node_trust::record_of(std::size_t i) const {

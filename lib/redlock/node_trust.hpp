@@ -137,7 +137,7 @@
 
 namespace redsync::detail {
 
-class engine;
+class trust_host;
 
 class node_trust {
  public:
@@ -149,7 +149,7 @@ class node_trust {
   // (each cluster member's record is then redsync:node:{T} of that slot,
   // and its identity the INFO of the master that answered each call:
   // docs/cluster.md); a standalone member's record is its one record.
-  node_trust(engine& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot = 0);
+  node_trust(trust_host& eng, bool guard, std::chrono::milliseconds window, std::uint16_t slot = 0);
   node_trust(const node_trust&) = delete;
   node_trust& operator=(const node_trust&) = delete;
 
@@ -245,7 +245,7 @@ class node_trust {
   void schedule(clock::time_point at);
   std::chrono::milliseconds repair_delay(std::chrono::milliseconds recorded) const;
 
-  engine& eng_;
+  trust_host& eng_;
   const bool guard_;
   const std::chrono::milliseconds fixed_window_;
   const std::uint16_t slot_;

@@ -3,9 +3,9 @@
 
 #include "redlock/node_trust.hpp"
 
-#include "redlock/engine.hpp"
 #include "redlock/script_answers.hpp"
 #include "redlock/server_mark.hpp"
+#include "redlock/trust_host.hpp"
 
 #include <fmt/format.h>
 
