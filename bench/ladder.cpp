@@ -22,8 +22,8 @@
 #include "server_cpu.hpp"
 #include "transport.hpp"
 
-#include "redlock/fast_acquire.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <redsync/redsync.hpp>

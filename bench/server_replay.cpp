@@ -22,9 +22,9 @@
 //   peer_acquire    the peer's acquire script, DEL
 //   peer_release    SET NX PX, the peer's release script
 
-#include "redlock/fast_acquire.hpp"
-#include "redlock/script_call.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/script_call.hpp"
+#include "redlock/scripts/scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <hiredis/hiredis.h>

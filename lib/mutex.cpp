@@ -2,7 +2,7 @@
 // of the operations in lib/redlock/ (acquisition.cpp, holder_operations.cpp).
 
 #include "redlock/blocking_call.hpp"
-#include "redlock/mutex_state.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 
 #include <redsync/mutex.hpp>
 

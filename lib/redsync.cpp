@@ -1,11 +1,11 @@
 // redsync::Redsync: validates the options, owns the engine, makes mutexes.
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/engine.hpp"
-#include "redlock/mutex_state.hpp"
+#include "redlock/engine/engine.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 #include "redlock/options_check.hpp"
-#include "redlock/semaphore_quorum.hpp"
-#include "redlock/semaphore_state.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/semaphore/semaphore_quorum.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
 #include <redsync/redsync.hpp>
 

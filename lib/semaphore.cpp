@@ -3,9 +3,9 @@
 // permit_operations.cpp).
 
 #include "redlock/blocking_call.hpp"
-#include "redlock/permit_operations.hpp"
-#include "redlock/semaphore_acquisition.hpp"
-#include "redlock/semaphore_state.hpp"
+#include "redlock/semaphore/permit_operations.hpp"
+#include "redlock/semaphore/semaphore_acquisition.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
 #include <redsync/semaphore.hpp>
 

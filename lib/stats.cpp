@@ -211,7 +211,7 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
   if (!valid_metric_name(prefix))
     throw config_error(fmt::format("prometheus_text: prefix \"{}\" is not a valid metric name", prefix));
   writer w{{}, prefix};
-  // The results each kind of call can end with (lib/redlock/acquisition.cpp,
+  // The results each kind of call can end with (lib/redlock/mutex/acquisition.cpp,
   // holder_operations.cpp; would_deadlock is answered before any call starts,
   // and is never counted).
   w.calls("acquisitions_total", "Lock acquisitions (lock, try_lock) by result.", s.acquisitions,

@@ -34,7 +34,7 @@ kind kind_of(const node_result& n) {
     case node_status::missing: return kind::yes;
     case node_status::taken: return kind::held;
     case node_status::excluded:
-      // lib/redlock/node_trust.cpp's words for one server under two names,
+      // lib/redlock/trust/node_trust.cpp's words for one server under two names,
       // node_identity.cpp's for a Redis Cluster node listed as redis://:
       // both stay so until the node list changes.
       return n.message.find("one server must not vote twice") != std::string::npos ||

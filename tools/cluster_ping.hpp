@@ -36,7 +36,7 @@ cluster_ping ping_cluster(const std::string& uri, std::chrono::milliseconds time
 /// node id of a master of an earlier entry's map (or, where the map gives no
 /// ids, the address), else empty. `numbers[k]`: the 1-based position of
 /// pings[k] in the node list. The library counts such a cluster once, under
-/// its first name (lib/redlock/node_trust.hpp, by the masters' run_ids).
+/// its first name (lib/redlock/trust/node_trust.hpp, by the masters' run_ids).
 std::vector<std::string> same_clusters(const std::vector<cluster_ping>& pings,
                                        const std::vector<std::size_t>& numbers);
 

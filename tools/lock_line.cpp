@@ -11,7 +11,7 @@ namespace redsync::cli {
 namespace {
 
 // What a release leaves in a key reserved for the head of the line
-// (lib/redlock/scripts.hpp: reserved_value_prefix).
+// (lib/redlock/scripts/scripts.hpp: reserved_value_prefix).
 constexpr std::string_view reserved_prefix{"\0redsync:next\0", 14};
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include "cluster_map.hpp"
 #include "node_list.hpp"
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 
 #include "human_duration.hpp"
 
-#include "redlock/node_identity.hpp"
+#include "redlock/trust/node_identity.hpp"
 
 #include <redsync/options.hpp>
 
@@ -18,7 +18,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The fields of the node record read here (see lib/redlock/scripts.hpp):
+// The fields of the node record read here (see lib/redlock/scripts/scripts.hpp):
 // fencing counter, verified server run, since when (server ms), repair
 // mark, longest expiry used on the node (ms).
 enum field { fence, run, since, pending, window, fields };
@@ -134,7 +134,7 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
     identity += replid;
   }
   // A load in place (DEBUG RELOAD) changes the identity as the library
-  // reads it (lib/redlock/node_identity.cpp).
+  // reads it (lib/redlock/trust/node_identity.cpp).
   const auto loaded = info_field(text, "rdb_last_load_keys_loaded");
   const auto expired = info_field(text, "rdb_last_load_keys_expired");
   if ((!loaded.empty() && loaded != "0") || (!expired.empty() && expired != "0")) {
@@ -168,7 +168,7 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
     // Not verified for this server run: a client that meets it marks it
     // (the mark holds the server time and the run), and any client that
     // locks a guard window or more after that repairs the record, after
-    // which it votes (lib/redlock/node_trust.hpp).
+    // which it votes (lib/redlock/trust/node_trust.hpp).
     std::string why;
     if (!get(fence) && !get(run)) {
       why = "no redsync record yet (a brand-new node, or it lost its data)";

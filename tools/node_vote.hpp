@@ -1,7 +1,7 @@
 // Whether a node's "yes" counts towards a quorum right now, as a client with
 // the restart guard on (the default) would judge it, from what `status` and
 // `ping` read on the node: INFO, the redsync record and the server's clock.
-// The rules are the library's (lib/redlock/node_trust.hpp), read without
+// The rules are the library's (lib/redlock/trust/node_trust.hpp), read without
 // changing anything: a node that cannot be identified, is a replica or may
 // evict keys never votes; one whose record does not name its current server
 // run (brand-new, restarted, replaced, flushed) votes only once a client has
@@ -46,7 +46,7 @@ node_vote vote_of(const probe_reply& info, const probe_reply& record, const prob
 /// One server under two names (127.0.0.1 and localhost, a host name and
 /// its address): per node, why it never votes when its INFO gives the
 /// run_id of an earlier node's (the library counts the server once, under
-/// its first name; lib/redlock/node_trust.hpp), else empty. `infos[i]` is
+/// its first name; lib/redlock/trust/node_trust.hpp), else empty. `infos[i]` is
 /// node i's INFO reply, or null when it was not read; `uris` the node list.
 std::vector<std::string> same_servers(const std::vector<std::string>& uris,
                                       const std::vector<const probe_reply*>& infos);
@@ -54,7 +54,7 @@ std::vector<std::string> same_servers(const std::vector<std::string>& uris,
 /// A Redis Cluster node listed as a standalone node (redis://, rediss://):
 /// per node, why it never votes when its INFO says cluster_enabled:1 (the
 /// library refuses its vote, naming the redis+cluster:// URI to list
-/// instead; lib/redlock/node_identity.hpp), else empty. `infos` and `uris`
+/// instead; lib/redlock/trust/node_identity.hpp), else empty. `infos` and `uris`
 /// as for same_servers; the INFO of cluster members (redis+cluster://) must
 /// be null.
 std::vector<std::string> cluster_nodes(const std::vector<std::string>& uris,

@@ -161,7 +161,7 @@ int run_ping(std::span<char* const> argv) {
     infos.push_back(l.probe != nullptr && l.up && !l.auth_refused ? &l.probe->replies.at(1) : nullptr);
   // Node-list errors: no retry fixes them, so ping fails until the list is
   // fixed (as `lock` never counts these nodes). A Redis Cluster node listed
-  // as redis:// never votes (lib/redlock/node_identity.hpp); nor does one
+  // as redis:// never votes (lib/redlock/trust/node_identity.hpp); nor does one
   // server under two names (it votes once, under its first name), nor one
   // cluster under two members' seeds.
   std::size_t misnamed = 0;

@@ -5,7 +5,7 @@
 #include "lock_line.hpp"
 #include "member_probe.hpp"
 #include "node_probe.hpp"
-#include "redlock/semaphore_quorum.hpp"
+#include "redlock/semaphore/semaphore_quorum.hpp"
 
 #include <fmt/format.h>
 

@@ -133,7 +133,7 @@ class cluster_router {
   // read_identity reads, with its host:port, the address results name in
   // command_result::served_by. No INFO goes with a call: a role change
   // does not close connections, so the acquisition scripts read who ran
-  // them themselves (lib/redlock/server_mark.hpp), and the engine asks for
+  // them themselves (lib/redlock/scripts/server_mark.hpp), and the engine asks for
   // read_identity when that differs from what the INFO here said.
   void on_server_info(std::function<void(const std::string& address, const reply& info)> listener) {
     info_listener_ = std::move(listener);

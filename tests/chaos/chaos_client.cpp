@@ -16,9 +16,9 @@
 // counting semaphore of K permits (blocking or future API); its sections
 // use the resource's slot named "s/<permit slot>", so fencing is checked per
 // slot. `--unsafe-majority-count-only` makes it the known-unsafe semaphore
-// of the meta-test (lib/redlock/semaphore_test_access.hpp), and
+// of the meta-test (lib/redlock/semaphore/semaphore_test_access.hpp), and
 // `--unsafe-no-failover-check` turns off the failover check of cluster
-// members for the cluster meta-test (lib/redlock/failover_check_test_access.hpp).
+// members for the cluster meta-test (lib/redlock/trust/failover_check_test_access.hpp).
 // That meta-test's holder takes sections of at least `--min-work` (cut short
 // at the run's end), and its stale client (`--trigger FILE`), after one
 // first call, makes each call only when the nemesis raises the number in
@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "history.hpp"
-#include "redlock/failover_check_test_access.hpp"
-#include "redlock/semaphore_test_access.hpp"
+#include "redlock/semaphore/semaphore_test_access.hpp"
+#include "redlock/trust/failover_check_test_access.hpp"
 #include "section.hpp"
 #include "shared_resource.hpp"
 

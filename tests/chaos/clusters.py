@@ -158,7 +158,7 @@ class Node:
 
     def identity(self):
         """The identity the library reads for this server
-        (lib/redlock/node_identity.cpp): run_id, master_replid, and the last
+        (lib/redlock/trust/node_identity.cpp): run_id, master_replid, and the last
         RDB load's key counts once a load happened."""
         server, repl, pers = self.info("server"), self.info("replication"), self.info("persistence")
         out = server["run_id"]

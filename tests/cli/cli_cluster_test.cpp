@@ -12,7 +12,7 @@
 
 #include "cli_helpers.hpp"
 #include "cluster_members.hpp"
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 
 using namespace redsync::test;
 

@@ -10,12 +10,12 @@
 // must be usable as the flows use it.
 
 #include "fuzz_check.hpp"
-#include "redlock/fast_acquire.hpp"
-#include "redlock/node_trust.hpp"
+#include "redlock/engine/round.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/round.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
+#include "redlock/trust/node_trust.hpp"
 #include "transport/resp.hpp"
 
 #include <algorithm>

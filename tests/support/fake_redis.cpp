@@ -1,6 +1,6 @@
 #include "fake_redis.hpp"
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 //
 // Brand-new nodes also have no redsync record yet, and the fencing counters
 // of a brand-new cluster can only be set up while every node answers (see
-// lib/redlock/node_trust.hpp). A test that takes nodes down before its first lock
+// lib/redlock/trust/node_trust.hpp). A test that takes nodes down before its first lock
 // primes the records first, as a deployment's first client would.
 
 #include "redis_client.hpp"
@@ -43,7 +43,7 @@ inline void prime_records(const std::vector<std::string>& uris) {
 
 /// Every node's record as if verified just now (`since` = the node's time).
 /// prime_records() stamps brand-new records as verified since time 0, which
-/// needs no guard window (lib/redlock/node_trust.hpp, "Never used"); a test
+/// needs no guard window (lib/redlock/trust/node_trust.hpp, "Never used"); a test
 /// about the window of a record repaired moments ago stamps it so.
 inline void stamp_record_now(const redis_server& server) {
   redis_client node(server);

@@ -51,11 +51,11 @@ inline std::string lock_acl_rules(redsync::script_mode mode) {
 /// sharded wake-ups (SPUBLISH in the scripts, SSUBSCRIBE / SUNSUBSCRIBE with a
 /// PING behind it for the waiters), and the server mark the acquisition
 /// reads and writes (OBJECT ENCODING, SETRANGE).
-inline const std::vector<std::string> cluster_acl_extra = {"~{app:*", "~redsync:node:*", "+cluster|shards",
-                                                           "+cluster|slots", "+asking", "+spublish",
-                                                           "+ssubscribe", "+sunsubscribe", "+ping",
-                                                           // The server mark (lib/redlock/server_mark.hpp).
-                                                           "+object|encoding", "+setrange"};
+inline const std::vector<std::string> cluster_acl_extra = {
+    "~{app:*", "~redsync:node:*", "+cluster|shards", "+cluster|slots", "+asking", "+spublish", "+ssubscribe",
+    "+sunsubscribe", "+ping",
+    // The server mark (lib/redlock/scripts/server_mark.hpp).
+    "+object|encoding", "+setrange"};
 
 /// Durable mode (mutex_options::durable_replicas) adds WAIT, standalone or cluster.
 inline const std::string durable_acl_extra = "+wait";

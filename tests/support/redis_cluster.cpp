@@ -139,7 +139,7 @@ void redis_cluster::form(const cluster_config& cfg) {
   // Every node's CLUSTER SHARDS calls every replica "online" (a node says
   // "loading" of a replica until gossip told it its offset): a client's
   // first map then counts every replica, as the failover check needs
-  // (lib/redlock/durable_wait.hpp).
+  // (lib/redlock/trust/durable_wait.hpp).
   const std::size_t replicas = servers_.size() - cfg.masters;
   auto online_replicas = [&](redis_client& c) {
     std::size_t n = 0;

@@ -1,7 +1,7 @@
 // The life of one operation on the loop: submitted from the caller's
 // thread, bounded by its context, finished exactly once.
 
-#include "redlock/bounded_operation.hpp"
+#include "redlock/engine/bounded_operation.hpp"
 
 namespace redsync::detail {
 

@@ -11,8 +11,8 @@
 // a Mutex's operations queue behind each other instead (on_posted). Loop
 // thread only, except submit().
 
-#include "redlock/engine.hpp"
-#include "redlock/round.hpp"
+#include "redlock/engine/engine.hpp"
+#include "redlock/engine/round.hpp"
 #include "transport/loop_timer.hpp"
 
 #include <redsync/context.hpp>

@@ -1,7 +1,7 @@
 // The engine: the loop, the node pools, node trust and the wake-up listener
 // of one Redsync, and its orderly shutdown.
 
-#include "redlock/engine.hpp"
+#include "redlock/engine/engine.hpp"
 
 #include "redlock/options_check.hpp"
 

@@ -4,10 +4,10 @@
 // and loop-thread state (the random source). Owned by Redsync; every
 // mutex_state points at it and must not outlive it (documented on Redsync).
 
-#include "redlock/node_trust.hpp"
-#include "redlock/release_listener.hpp"
 #include "redlock/telemetry.hpp"
-#include "redlock/trust_host.hpp"
+#include "redlock/trust/node_trust.hpp"
+#include "redlock/trust/trust_host.hpp"
+#include "redlock/wakeup/release_listener.hpp"
 #include "transport/cleanup_drain.hpp"
 #include "transport/event_loop.hpp"
 #include "transport/member.hpp"

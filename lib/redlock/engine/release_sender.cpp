@@ -1,6 +1,6 @@
 // A release retried in the background while a node does not answer.
 
-#include "redlock/release_sender.hpp"
+#include "redlock/engine/release_sender.hpp"
 
 #include "transport/loop_timer.hpp"
 

@@ -3,8 +3,8 @@
 // Sends a release (compare-and-delete of our value) to one node, again and
 // again while it may not have reached the node. Loop thread only.
 
-#include "redlock/engine.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/engine/engine.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // One round: the same command to every node at once, each answer
 // classified, a single report.
 
-#include "redlock/round.hpp"
+#include "redlock/engine/round.hpp"
 
 #include <algorithm>
 #include <array>

@@ -4,7 +4,7 @@
 // each answer classified into a node_status, and a single report when the
 // outcome is known.
 
-#include "redlock/engine.hpp"
+#include "redlock/engine/engine.hpp"
 
 #include <redsync/error.hpp>
 

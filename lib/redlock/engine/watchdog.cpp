@@ -1,6 +1,6 @@
 // Automatic extension of a held lock or permit and the lost signal.
 
-#include "redlock/watchdog.hpp"
+#include "redlock/engine/watchdog.hpp"
 
 #include <fmt/format.h>
 

@@ -20,7 +20,7 @@
 // The watchdog does not own what it watches: the holder (a mutex_state, a
 // permit_state) owns it and stops it before it goes away.
 
-#include "redlock/engine.hpp"
+#include "redlock/engine/engine.hpp"
 #include "transport/loop_timer.hpp"
 
 #include <redsync/error.hpp>

@@ -11,17 +11,17 @@
 //     attempt, and an early retry when a release names us (waiting_line.hpp).
 // Queueing, deadline, cancellation and shutdown are mutex_operation's.
 
-#include "redlock/acquisition.hpp"
+#include "redlock/mutex/acquisition.hpp"
 
-#include "redlock/durable_wait.hpp"
-#include "redlock/fast_acquire.hpp"
-#include "redlock/fencing.hpp"
-#include "redlock/group_votes.hpp"
-#include "redlock/mutex_rounds.hpp"
+#include "redlock/mutex/fencing.hpp"
+#include "redlock/mutex/group_votes.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
+#include "redlock/mutex/slot_groups.hpp"
+#include "redlock/mutex/waiting_line.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/slot_groups.hpp"
-#include "redlock/waiting_line.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/trust/durable_wait.hpp"
 
 #include <algorithm>
 #include <optional>

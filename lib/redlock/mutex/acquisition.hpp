@@ -3,7 +3,7 @@
 // Acquiring a Mutex: lock() (tries with retries, waiting in the fair line)
 // and try_lock() (one attempt). Loop thread, through mutex_operation.
 
-#include "redlock/mutex_operation.hpp"
+#include "redlock/mutex/mutex_operation.hpp"
 
 #include <functional>
 #include <memory>

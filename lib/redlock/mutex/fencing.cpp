@@ -1,10 +1,10 @@
 // Fencing tokens: the maximum of the winners' counters, written back where
 // it is missing (the proof is in fencing.hpp).
 
-#include "redlock/fencing.hpp"
+#include "redlock/mutex/fencing.hpp"
 
-#include "redlock/mutex_rounds.hpp"
-#include "redlock/script_answers.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
+#include "redlock/scripts/script_answers.hpp"
 
 #include <algorithm>
 #include <string>

@@ -19,8 +19,8 @@
 // that such a node votes again only once repaired to >= T. The common case
 // (a quorum already answered T) needs no second round trip.
 
-#include "redlock/mutex_state.hpp"
-#include "redlock/round.hpp"
+#include "redlock/engine/round.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 
 #include <cstddef>
 #include <cstdint>

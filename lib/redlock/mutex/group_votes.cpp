@@ -1,9 +1,9 @@
 // A cluster member's vote when it answers per slot group.
 
-#include "redlock/group_votes.hpp"
+#include "redlock/mutex/group_votes.hpp"
 
-#include "redlock/script_answers.hpp"
-#include "redlock/slot_groups.hpp"
+#include "redlock/mutex/slot_groups.hpp"
+#include "redlock/scripts/script_answers.hpp"
 
 #include <algorithm>
 

@@ -14,9 +14,9 @@
 // Standalone members, and locks whose names share one slot, answer once and
 // are judged as before. Loop thread only.
 
-#include "redlock/fencing.hpp"
-#include "redlock/mutex_state.hpp"
-#include "redlock/round.hpp"
+#include "redlock/engine/round.hpp"
+#include "redlock/mutex/fencing.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 
 #include <chrono>
 #include <cstddef>

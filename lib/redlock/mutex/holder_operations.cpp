@@ -1,11 +1,11 @@
 // Release, extend and check: one round each of a compare-and-act script on
 // every node, a quorum deciding.
 
-#include "redlock/holder_operations.hpp"
+#include "redlock/mutex/holder_operations.hpp"
 
-#include "redlock/mutex_rounds.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/script_answers.hpp"
+#include "redlock/scripts/script_answers.hpp"
 
 #include <algorithm>
 #include <string>

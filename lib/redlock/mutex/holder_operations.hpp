@@ -4,7 +4,7 @@
 // hand or from the watchdog), or check it is still held. Loop thread,
 // through mutex_operation.
 
-#include "redlock/mutex_operation.hpp"
+#include "redlock/mutex/mutex_operation.hpp"
 
 #include <chrono>
 #include <functional>

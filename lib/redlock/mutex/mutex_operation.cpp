@@ -1,9 +1,9 @@
 // A Mutex operation's turn: queued behind the mutex's previous operation,
 // its outcome recorded in the mutex's last_result().
 
-#include "redlock/mutex_operation.hpp"
+#include "redlock/mutex/mutex_operation.hpp"
 
-#include "redlock/mutex_state.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 
 namespace redsync::detail {
 

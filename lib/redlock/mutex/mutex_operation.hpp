@@ -10,7 +10,7 @@
 // their turn comes and what to clean up; they never see the queue or the
 // timers. Loop thread only, except submit().
 
-#include "redlock/bounded_operation.hpp"
+#include "redlock/engine/bounded_operation.hpp"
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>

@@ -1,11 +1,11 @@
 // Rounds and releases of one mutex, from its configuration.
 
-#include "redlock/mutex_rounds.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
 
-#include "redlock/durable_wait.hpp"
-#include "redlock/release_sender.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/slot_groups.hpp"
+#include "redlock/engine/release_sender.hpp"
+#include "redlock/mutex/slot_groups.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/trust/durable_wait.hpp"
 
 namespace redsync::detail {
 

@@ -5,9 +5,9 @@
 // and the three ways its release goes out (awaited once, retried in the
 // background, or fire-and-forget). Loop thread only.
 
-#include "redlock/mutex_state.hpp"
-#include "redlock/round.hpp"
-#include "redlock/slot_groups.hpp"
+#include "redlock/engine/round.hpp"
+#include "redlock/mutex/mutex_state.hpp"
+#include "redlock/mutex/slot_groups.hpp"
 
 #include <redsync/error.hpp>
 

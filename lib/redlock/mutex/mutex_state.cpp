@@ -1,10 +1,10 @@
 // A mutex's configuration and shared state, and the dispatch of its
 // operations to their kinds (acquisition.cpp, holder_operations.cpp).
 
-#include "redlock/mutex_state.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 
-#include "redlock/acquisition.hpp"
-#include "redlock/holder_operations.hpp"
+#include "redlock/mutex/acquisition.hpp"
+#include "redlock/mutex/holder_operations.hpp"
 #include "redlock/quorum.hpp"
 #include "util/value_generator.hpp"
 

@@ -4,10 +4,10 @@
 // current value, and the state visible to every thread. Operations (acquire,
 // release, extend, check) run one at a time on the loop thread.
 
-#include "redlock/engine.hpp"
-#include "redlock/lock_keys.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/watchdog.hpp"
+#include "redlock/engine/engine.hpp"
+#include "redlock/engine/watchdog.hpp"
+#include "redlock/scripts/lock_keys.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>

@@ -1,6 +1,6 @@
 // A mutex's events: counted, logged (a lost lock) and told to the observer.
 
-#include "redlock/mutex_state.hpp"
+#include "redlock/mutex/mutex_state.hpp"
 #include "redlock/telemetry_notify.hpp"
 
 #include <fmt/format.h>

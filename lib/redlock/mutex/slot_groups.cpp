@@ -1,6 +1,6 @@
 // One call per slot group on a cluster member, and the member's answer.
 
-#include "redlock/slot_groups.hpp"
+#include "redlock/mutex/slot_groups.hpp"
 
 #include <memory>
 

@@ -8,7 +8,7 @@
 // whose names share one slot, get the one call of script_call.hpp
 // unchanged. Loop thread only.
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 #include "transport/reply.hpp"
 
 #include <redsync/error.hpp>

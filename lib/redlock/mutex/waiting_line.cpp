@@ -1,12 +1,12 @@
 // A waiter's place in the fair line: the per-node calls, the wait between
 // attempts and the lease that covers it, wake-ups, leaving.
 
-#include "redlock/waiting_line.hpp"
+#include "redlock/mutex/waiting_line.hpp"
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/mutex_rounds.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/slot_groups.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
+#include "redlock/mutex/slot_groups.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/script_answers.hpp"
 #include "util/sha1.hpp"
 
 #include <algorithm>

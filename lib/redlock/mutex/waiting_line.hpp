@@ -19,9 +19,9 @@
 // try_lock never waits in line: its calls ask for nothing ("0").
 // Loop thread only.
 
-#include "redlock/mutex_state.hpp"
-#include "redlock/release_listener.hpp"
-#include "redlock/round.hpp"
+#include "redlock/engine/round.hpp"
+#include "redlock/mutex/mutex_state.hpp"
+#include "redlock/wakeup/release_listener.hpp"
 
 #include <chrono>
 #include <cstdint>

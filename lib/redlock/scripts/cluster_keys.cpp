@@ -1,7 +1,7 @@
 // The keys of a lock name on a cluster member, its node records per slot,
 // and the grouping of a multi-name lock by slot (cluster_keys.hpp).
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 
 #include "util/cluster_slot.hpp"
 

@@ -1,9 +1,9 @@
 // The uncontended acquisition as one MULTI/EXEC transaction, and its answer
 // read back in the acquire script's shape.
 
-#include "redlock/fast_acquire.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include <charconv>
 #include <optional>

@@ -1,9 +1,9 @@
 // Generating a script's function library from its Lua source.
 
-#include "redlock/function_library.hpp"
+#include "redlock/scripts/function_library.hpp"
 
-#include "redlock/scripts.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <fmt/format.h>

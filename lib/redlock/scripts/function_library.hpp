@@ -13,7 +13,7 @@
 // Redis keeps in one namespace for all libraries, never clash between
 // versions.
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 
 #include <string>
 

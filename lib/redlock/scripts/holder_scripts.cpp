@@ -1,8 +1,8 @@
 // The Lua sources of a holder's scripts that never touch a waiting line:
 // extend and check (the lock scripts that do are in scripts.cpp).
 
-#include "redlock/script_cache.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/script_cache.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 namespace redsync::detail {
 

@@ -1,10 +1,10 @@
 // A lock's keys on a standalone or a cluster member.
 
-#include "redlock/lock_keys.hpp"
+#include "redlock/scripts/lock_keys.hpp"
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/server_mark.hpp"
 
 namespace redsync::detail {
 

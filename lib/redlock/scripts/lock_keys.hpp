@@ -8,7 +8,7 @@
 // for a cluster member when the names span several slots
 // (script_call::cluster_groups).
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,8 +1,8 @@
 // The Lua sources of the node record's scripts: the fencing write-back and
 // the repair's read and stamp (node_trust.hpp).
 
-#include "redlock/script_cache.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/script_cache.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 namespace redsync::detail {
 

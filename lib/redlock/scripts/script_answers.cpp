@@ -1,6 +1,6 @@
 // What each script's answer means, as pure functions of one reply.
 
-#include "redlock/script_answers.hpp"
+#include "redlock/scripts/script_answers.hpp"
 
 #include "redlock/quorum.hpp"
 

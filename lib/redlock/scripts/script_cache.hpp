@@ -3,7 +3,7 @@
 // A script's source with its SHA1, computed once, for the script files
 // (scripts.cpp, record_scripts.cpp).
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 #include "util/sha1.hpp"
 
 #include <string_view>

@@ -2,9 +2,9 @@
 // sending with the EVAL fallback on NOSCRIPT or the FUNCTION LOAD on a
 // missing function.
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 
-#include "redlock/function_library.hpp"
+#include "redlock/scripts/function_library.hpp"
 
 #include <fmt/format.h>
 

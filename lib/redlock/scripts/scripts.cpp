@@ -4,10 +4,10 @@
 // are in holder_scripts.cpp, the node record's scripts in
 // record_scripts.cpp.
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 
-#include "redlock/script_cache.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/script_cache.hpp"
+#include "redlock/scripts/server_mark.hpp"
 #include "util/sha1.hpp"
 
 #include <stdexcept>

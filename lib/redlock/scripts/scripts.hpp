@@ -4,7 +4,7 @@
 // the keys and channel derived from a lock name. script_call.hpp (included
 // here: it defines lua_script) sends them.
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,10 +1,10 @@
 // The semaphore's Lua scripts, keys and answers (semaphore_scripts.hpp).
 
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 
-#include "redlock/script_cache.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/script_cache.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/server_mark.hpp"
 #include "util/sha1.hpp"
 
 #include <charconv>

@@ -24,7 +24,7 @@
 //   M  a client whose k differs from the stored k is refused while any
 //      permit is live (a quorum of it would meet every live holder's).
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 #include "transport/reply.hpp"
 
 #include <redsync/error.hpp>

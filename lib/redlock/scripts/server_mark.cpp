@@ -1,8 +1,8 @@
 // The server mark (server_mark.hpp).
 
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/server_mark.hpp"
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 #include "util/sha1.hpp"
 
 namespace redsync::detail {

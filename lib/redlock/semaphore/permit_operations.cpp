@@ -4,13 +4,13 @@
 // on the loop thread, so an automatic extension either went out before it
 // (on the same connection, so the node runs it first) or is refused.
 
-#include "redlock/permit_operations.hpp"
+#include "redlock/semaphore/permit_operations.hpp"
 
-#include "redlock/bounded_operation.hpp"
-#include "redlock/mutex_rounds.hpp"
+#include "redlock/engine/bounded_operation.hpp"
+#include "redlock/engine/release_sender.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/release_sender.hpp"
-#include "redlock/script_answers.hpp"
+#include "redlock/scripts/script_answers.hpp"
 
 namespace redsync::detail {
 

@@ -3,7 +3,7 @@
 // A holder's steps on its permit: release and extend (by hand, or from its
 // watchdog). Caller's thread in, loop thread out (permit_operations.cpp).
 
-#include "redlock/semaphore_state.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
 #include <redsync/context.hpp>
 #include <redsync/error.hpp>

@@ -23,13 +23,13 @@
 // Each attempt uses a fresh permit id, so an undo or a late answer of one
 // attempt can never touch the permit of another.
 
-#include "redlock/semaphore_acquisition.hpp"
+#include "redlock/semaphore/semaphore_acquisition.hpp"
 
-#include "redlock/fencing.hpp"
-#include "redlock/mutex_rounds.hpp"
+#include "redlock/mutex/fencing.hpp"
+#include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>

@@ -3,8 +3,8 @@
 // Acquiring a permit of a Semaphore: acquire() (tries with retries, woken by
 // releases) and try_acquire() (one attempt). semaphore_acquisition.cpp.
 
-#include "redlock/bounded_operation.hpp"
-#include "redlock/semaphore_state.hpp"
+#include "redlock/engine/bounded_operation.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
 #include <redsync/semaphore.hpp>
 

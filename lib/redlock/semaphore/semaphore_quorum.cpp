@@ -1,6 +1,6 @@
 // The semaphore's quorum, checked once when a Semaphore is made.
 
-#include "redlock/semaphore_quorum.hpp"
+#include "redlock/semaphore/semaphore_quorum.hpp"
 
 #include <redsync/error.hpp>
 

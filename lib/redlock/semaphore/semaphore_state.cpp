@@ -1,14 +1,14 @@
 // A semaphore's configuration and its permits' identities.
 
-#include "redlock/semaphore_state.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/durable_wait.hpp"
-#include "redlock/permit_operations.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/semaphore_scripts.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
+#include "redlock/scripts/server_mark.hpp"
+#include "redlock/semaphore/permit_operations.hpp"
+#include "redlock/trust/durable_wait.hpp"
 
 namespace redsync::detail {
 

@@ -5,10 +5,10 @@
 // identity (immutable once granted) and validity (guarded by `mu`).
 // Operations (bounded_operation.hpp) run on the loop thread.
 
-#include "redlock/engine.hpp"
-#include "redlock/round.hpp"
-#include "redlock/script_call.hpp"
-#include "redlock/watchdog.hpp"
+#include "redlock/engine/engine.hpp"
+#include "redlock/engine/round.hpp"
+#include "redlock/engine/watchdog.hpp"
+#include "redlock/scripts/script_call.hpp"
 
 #include <redsync/semaphore.hpp>
 

@@ -1,7 +1,7 @@
 // A semaphore's events: counted, logged (a lost permit) and told to the
 // observer.
 
-#include "redlock/semaphore_state.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 #include "redlock/telemetry_notify.hpp"
 
 #include <fmt/format.h>

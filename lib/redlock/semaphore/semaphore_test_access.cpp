@@ -1,8 +1,8 @@
 // TEST ONLY: known-unsafe semaphores (semaphore_test_access.hpp).
 
-#include "redlock/semaphore_test_access.hpp"
+#include "redlock/semaphore/semaphore_test_access.hpp"
 
-#include "redlock/semaphore_state.hpp"
+#include "redlock/semaphore/semaphore_state.hpp"
 
 #include <memory>
 #include <stdexcept>

@@ -1,8 +1,8 @@
 // WAIT behind an acquisition's script, and the member's yes judged by it.
 
-#include "redlock/durable_wait.hpp"
+#include "redlock/trust/durable_wait.hpp"
 
-#include "redlock/failover_check_test_access.hpp"
+#include "redlock/trust/failover_check_test_access.hpp"
 
 #include <fmt/format.h>
 

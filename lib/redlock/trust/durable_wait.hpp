@@ -56,7 +56,7 @@
 // map, as the MOVED left it, lists no replica for the new owner (a migration to a known master without
 // replicas). Loop thread only.
 
-#include "redlock/script_call.hpp"
+#include "redlock/scripts/script_call.hpp"
 #include "transport/reply.hpp"
 
 #include <redsync/error.hpp>

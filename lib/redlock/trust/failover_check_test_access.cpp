@@ -1,6 +1,6 @@
 // TEST ONLY: the failover check switched off (failover_check_test_access.hpp).
 
-#include "redlock/failover_check_test_access.hpp"
+#include "redlock/trust/failover_check_test_access.hpp"
 
 #include <atomic>
 

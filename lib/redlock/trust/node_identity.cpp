@@ -1,6 +1,6 @@
 // Who a node is, from INFO (node_identity.hpp).
 
-#include "redlock/node_identity.hpp"
+#include "redlock/trust/node_identity.hpp"
 
 #include <fmt/format.h>
 

@@ -1,13 +1,13 @@
 // Node trust: the restart guard and the fencing-counter repair, node by node
 // (the argument is in node_trust.hpp).
 
-#include "redlock/node_trust.hpp"
+#include "redlock/trust/node_trust.hpp"
 
-#include "redlock/cluster_keys.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/script_answers.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/trust_host.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/trust/trust_host.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>

@@ -118,7 +118,7 @@
 //
 // Loop thread only.
 
-#include "redlock/node_identity.hpp"
+#include "redlock/trust/node_identity.hpp"
 #include "transport/loop_timer.hpp"
 #include "transport/reply.hpp"
 

@@ -1,11 +1,11 @@
 // Node trust: who each node is (its INFO, a cluster master's server mark)
 // and whether two nodes are one server (node_trust.hpp).
 
-#include "redlock/node_trust.hpp"
+#include "redlock/trust/node_trust.hpp"
 
-#include "redlock/script_answers.hpp"
-#include "redlock/server_mark.hpp"
-#include "redlock/trust_host.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/scripts/server_mark.hpp"
+#include "redlock/trust/trust_host.hpp"
 
 #include <fmt/format.h>
 

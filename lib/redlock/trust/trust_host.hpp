@@ -7,7 +7,7 @@
 #pragma once
 
 #include "redlock/telemetry.hpp"
-#include "redlock/node_identity.hpp"
+#include "redlock/trust/node_identity.hpp"
 #include "transport/event_loop.hpp"
 #include "transport/member.hpp"
 

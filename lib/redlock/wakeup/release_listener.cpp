@@ -2,7 +2,7 @@
 // subscriptions on cluster members, announcing the next waiter in line when
 // a lock is released.
 
-#include "redlock/release_listener.hpp"
+#include "redlock/wakeup/release_listener.hpp"
 
 #include <algorithm>
 

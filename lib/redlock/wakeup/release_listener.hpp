@@ -10,7 +10,7 @@
 // subscription not yet active) only means the waiter's retry delay applies.
 // Loop thread only.
 
-#include "redlock/shard_subscriber.hpp"
+#include "redlock/wakeup/shard_subscriber.hpp"
 #include "transport/cluster_router.hpp"
 #include "transport/connection.hpp"
 #include "transport/loop_timer.hpp"

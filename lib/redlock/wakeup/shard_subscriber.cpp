@@ -1,7 +1,7 @@
 // Sharded subscriptions on a cluster member's masters, following each
 // channel's slot as it moves.
 
-#include "redlock/shard_subscriber.hpp"
+#include "redlock/wakeup/shard_subscriber.hpp"
 
 #include "transport/slot_map.hpp"
 #include "util/cluster_slot.hpp"

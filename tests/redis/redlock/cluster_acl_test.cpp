@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 
 using namespace std::chrono_literals;
 using redsync::detail::cluster_name_slot;

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 #include "util/cluster_slot.hpp"
 
 using namespace std::chrono_literals;
@@ -80,7 +80,7 @@ TEST_SUITE_BEGIN("cluster");
 // that kept its connection still held M's handshake identity, which
 // matched the record, so the slot counted as verified with no guard window
 // and B got the name A holds. Now the acquisition answers the server mark
-// (lib/redlock/server_mark.hpp): M's was loaded with the resynchronisation,
+// (lib/redlock/scripts/server_mark.hpp): M's was loaded with the resynchronisation,
 // so M writes a new one from its INFO, which does not match B's handshake
 // identity; B's vote is refused and B reads M's INFO again. This test also
 // pins the mark's assumption: a full resynchronisation must not keep it raw.

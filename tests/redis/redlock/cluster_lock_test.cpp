@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 #include "util/cluster_slot.hpp"
 
 using namespace std::chrono_literals;

@@ -4,9 +4,9 @@
 // the per-slot node record counts the fencing tokens of its slot.
 #include <doctest/doctest.h>
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/node_identity.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/trust/node_identity.hpp"
 #include "util/cluster_slot.hpp"
 
 #include <string>

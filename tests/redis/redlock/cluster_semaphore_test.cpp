@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/cluster_slot.hpp"
 
 using namespace std::chrono_literals;

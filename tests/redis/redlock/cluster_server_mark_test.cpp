@@ -1,4 +1,4 @@
-// The server mark (lib/redlock/server_mark.hpp, docs/cluster.md "Who
+// The server mark (lib/redlock/scripts/server_mark.hpp, docs/cluster.md "Who
 // answered: the server mark"): a cluster member's acquisition reads who ran
 // it from a mark kept in the slot, instead of an INFO before every call,
 // and a vote whose mark is not the identity the client holds for that
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/server_mark.hpp"
 
 using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 #include "util/cluster_slot.hpp"
 
 namespace redsync::test {

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "redlock/cluster_keys.hpp"
-#include "redlock/function_library.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/function_library.hpp"
+#include "redlock/scripts/scripts.hpp"
 #include "util/cluster_slot.hpp"
 
 using namespace std::chrono_literals;

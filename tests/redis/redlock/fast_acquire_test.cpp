@@ -1,5 +1,5 @@
 // The uncontended acquisition as a MULTI/EXEC transaction
-// (lib/redlock/fast_acquire.hpp) on real servers: when it is used, and that
+// (lib/redlock/scripts/fast_acquire.hpp) on real servers: when it is used, and that
 // every way it can fail leaves nothing held and no vote counted that the
 // script would not have counted.
 

@@ -1,4 +1,4 @@
-// script_mode::functions (lib/redlock/script_call.hpp): scripts run as
+// script_mode::functions (lib/redlock/scripts/script_call.hpp): scripts run as
 // FCALL of function libraries loaded on first use, on real servers: loaded
 // again after FUNCTION FLUSH, and a clear error when FUNCTION LOAD is
 // refused by the ACL or the server has no FUNCTION command (renamed away,

@@ -26,7 +26,7 @@ inline long long permits_on(redis_client& c, const std::string& name) {
 
 /// How many waiters listen for a name's releases on this server: each has its
 /// own channel, the name's release channel, ':', SHA1 of its value
-/// (lib/redlock/scripts.hpp, waiter_channel). `release_channel`:
+/// (lib/redlock/scripts/scripts.hpp, waiter_channel). `release_channel`:
 /// "redsync:release:NAME" on a standalone node, "redsync:release:{NAME}"
 /// (sharded) on a cluster master.
 inline long long waiter_channels(const redis_server& s, const std::string& release_channel,

@@ -10,7 +10,7 @@
 #include "tcp_proxy.hpp"
 #include "wait.hpp"
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include <redsync/redsync.hpp>
 

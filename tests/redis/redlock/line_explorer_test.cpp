@@ -1,4 +1,4 @@
-// The waiting line's protocol explorer (lib/redlock/scripts.hpp, "The
+// The waiting line's protocol explorer (lib/redlock/scripts/scripts.hpp, "The
 // waiting line's protocol"): the real acquire, release, undo and leave
 // scripts, sent with EVAL exactly as the library builds their KEYS and ARGV
 // (mutex_state.cpp, waiting_line.cpp), on three real nodes, in chosen and in
@@ -35,7 +35,7 @@
 // REDSYNC_EXPLORER_SEED adds a run with that seed. Every random run prints
 // its seed; a violation prints the schedule that led to it.
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 
 #include "names.hpp"
 #include "redis_client.hpp"

@@ -1,5 +1,5 @@
 // When a node that lost its data, or whose clock moved, votes again: the
-// fencing counter's repair and the restart guard (lib/redlock/node_trust.hpp),
+// fencing counter's repair and the restart guard (lib/redlock/trust/node_trust.hpp),
 // driven by short-lived clients, under a node clock a test can step
 // (tests/support/clock_offset.hpp), and across a load of an older snapshot
 // in place (DEBUG RELOAD).

@@ -1,6 +1,6 @@
 // One server listed under two names (127.0.0.1 and localhost) votes once:
 // the connections read its run_id, and the later name never votes
-// (lib/redlock/node_trust.hpp). The engine already rejects the same address
+// (lib/redlock/trust/node_trust.hpp). The engine already rejects the same address
 // twice (lock_test.cpp); two names for one server are only told apart once
 // connected.
 

@@ -2,10 +2,10 @@
 // EVALSHA finds a script only by the id SCRIPT LOAD gives it, so every
 // script's id must be exactly what the server computes.
 
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/scripts.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <doctest/doctest.h>

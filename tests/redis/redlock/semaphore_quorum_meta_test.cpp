@@ -2,7 +2,7 @@
 // the README's counter-example, end to end through the library: N = 3 nodes,
 // k = 2, three clients that each reach only two of the nodes ({0,1}, {1,2},
 // {0,2}, the third being a server that was killed). With the test-only unsafe
-// variant (lib/redlock/semaphore_test_access.hpp: a majority quorum, nodes
+// variant (lib/redlock/semaphore/semaphore_test_access.hpp: a majority quorum, nodes
 // counting permits but ignoring slots) all three hold at once; with the
 // default options the third is refused. The chaos meta-test relies on the
 // same variant producing more than k holders (docs/chaos.md).
@@ -11,7 +11,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
-#include "redlock/semaphore_test_access.hpp"
+#include "redlock/semaphore/semaphore_test_access.hpp"
 
 #include <redsync/redsync.hpp>
 

@@ -8,7 +8,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>

@@ -3,7 +3,7 @@
 // flow, a user short of a right fails loudly and closed, and servers whose
 // INFO differs from Redis's (Valkey, Dragonfly; modelled by a fake peer,
 // since no real server here can play them) are trusted or excluded as
-// lib/redlock/node_trust.hpp says.
+// lib/redlock/trust/node_trust.hpp says.
 
 #include "fake_redis.hpp"
 #include "fresh_nodes.hpp"
@@ -275,7 +275,7 @@ TEST_SUITE("trust") {
   }
 
   // Redis answers a refusal inside a script with "ERR ..." (see
-  // names_acl_refusal); classify_server_error (lib/redlock/round.cpp) maps it to
+  // names_acl_refusal); classify_server_error (lib/redlock/engine/round.cpp) maps it to
   // noperm.
   TEST_CASE("a command refused by the ACL inside a script is classified as noperm") {
     acl_cluster c(without(lock_user_commands, "+hincrby"));

@@ -5,7 +5,7 @@
 // and closing the router with a pool still draining leaves no handle.
 #include <doctest/doctest.h>
 
-#include "redlock/cluster_keys.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
 #include "transport/cluster_router.hpp"
 #include "util/cluster_slot.hpp"
 #include "util/cluster_uri.hpp"

@@ -1,7 +1,7 @@
-#include "redlock/cluster_keys.hpp"
-#include "redlock/lock_keys.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/server_mark.hpp"
+#include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/lock_keys.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/server_mark.hpp"
 #include "util/cluster_slot.hpp"
 
 #include <redsync/error.hpp>

@@ -1,9 +1,9 @@
-// The acquisition transaction (lib/redlock/fast_acquire.hpp): what goes on
+// The acquisition transaction (lib/redlock/scripts/fast_acquire.hpp): what goes on
 // the wire, and EXEC's answer read back in the acquire script's shape.
 #include <doctest/doctest.h>
 
-#include "redlock/fast_acquire.hpp"
-#include "redlock/script_answers.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/script_answers.hpp"
 #include "transport/resp.hpp"
 
 #include <string>

@@ -1,12 +1,12 @@
 // The function libraries of script_mode::functions are generated from the
-// scripts' own sources (lib/redlock/function_library.hpp); the FCALL and
+// scripts' own sources (lib/redlock/scripts/function_library.hpp); the FCALL and
 // EVAL forms are derived from the EVALSHA encoding (script_call.hpp).
 
 #include <doctest/doctest.h>
 
-#include "redlock/function_library.hpp"
-#include "redlock/scripts.hpp"
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/function_library.hpp"
+#include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
 
 #include <string>

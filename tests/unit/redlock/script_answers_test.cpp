@@ -1,10 +1,10 @@
 // How each script's answer, and a node's INFO, is read: the pure functions
-// the flows use (lib/redlock/script_answers.hpp, identify_server in node_identity.hpp).
+// the flows use (lib/redlock/scripts/script_answers.hpp, identify_server in node_identity.hpp).
 #include <doctest/doctest.h>
 
-#include "redlock/node_trust.hpp"
 #include "redlock/quorum.hpp"
-#include "redlock/script_answers.hpp"
+#include "redlock/scripts/script_answers.hpp"
+#include "redlock/trust/node_trust.hpp"
 #include "transport/resp.hpp"
 
 #include <string>

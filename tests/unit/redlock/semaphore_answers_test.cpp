@@ -1,8 +1,8 @@
-// What the semaphore's acquire answers mean (lib/redlock/semaphore_scripts.hpp),
+// What the semaphore's acquire answers mean (lib/redlock/scripts/semaphore_scripts.hpp),
 // without a server; the scripts themselves are driven in
 // tests/redis/redlock/semaphore_test.cpp.
 
-#include "redlock/semaphore_scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "redlock/semaphore_quorum.hpp"
+#include "redlock/semaphore/semaphore_quorum.hpp"
 
 #include <redsync/error.hpp>
 
