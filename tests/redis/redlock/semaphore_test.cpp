@@ -271,7 +271,10 @@ TEST_SUITE("semaphore") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("sem-fence");
-    auto sem = rs.new_semaphore(name, 2, quick_semaphore({.expiry = 500ms}));
+    // Expiry 4 s, not less: the per-node timeout is 5 % of it, and under
+    // TSan on two loaded cores 25 ms (an expiry of 500 ms) let two of the
+    // three nodes time out the single try.
+    auto sem = rs.new_semaphore(name, 2, quick_semaphore({.expiry = 4s}));
     fenced_resource resource;
     auto a = sem.try_acquire({});
     REQUIRE_MESSAGE(a.ok(), a.describe());
@@ -285,7 +288,7 @@ TEST_SUITE("semaphore") {
 
     // a "pauses" past its expiry; two new holders take both slots, one of
     // them a's, with a greater token, and write.
-    REQUIRE(wait_until([&] { return !a.permit.held(); }, 5s));
+    REQUIRE(wait_until([&] { return !a.permit.held(); }, 10s));
     std::vector<redsync::permit> next;
     REQUIRE(wait_until(
         [&] {
