@@ -156,8 +156,8 @@ def header(pieces: dict, scripts: dict) -> str:
     out += ["}  // namespace piece", ""]
     for name, (script, text) in scripts.items():
         parts = " + ".join(f"{p}.lua" for p in script.pieces)
-        edits = "".join(f", {s.name}" for s in script.substitutions)
-        out += [f"// {parts}{edits}",
+        edits = ", ".join(s.name for s in script.substitutions)
+        out += [f"// {parts}" + (f"; substitutions: {edits}" if edits else ""),
                 f"inline constexpr script_text {name}{{std::string_view{{",
                 cpp_literal(text, "    ") + ",", f"    {len(text)}}},",
                 f'    "{hashlib.sha1(text).hexdigest()}"}};', ""]
