@@ -1,8 +1,9 @@
 #pragma once
 
-// Redis Functions (script_mode::functions): each Lua script of scripts.cpp
-// becomes a function library generated at run time from the script's own
-// source, so there is one copy of every script whichever mode runs it.
+// Redis Functions (script_mode::functions): each Lua script of scripts.hpp
+// and semaphore_scripts.hpp becomes a function library generated at run
+// time from the script's own source, so there is one copy of every script
+// whichever mode runs it.
 //
 // One library per script, named after the SHA1 of all of it but the name:
 // the source and the function's flags (`redsync_<sha1>`, which is also the

@@ -1,18 +1,30 @@
 #pragma once
 
-// A script's source with its SHA1, computed once, for the script files
-// (scripts.cpp, record_scripts.cpp).
+// A script as the build embedded it: its text and SHA1 both come from
+// redlock/scripts/embedded_lua.hpp, which embed_lua.py generates from lua/*.lua
+// at build time, so nothing is hashed at run time (the unit test
+// embedded_lua_test.cpp checks every SHA1 against its text).
 
+#include "redlock/scripts/embedded_lua.hpp"
 #include "redlock/scripts/script_call.hpp"
-#include "util/sha1.hpp"
 
-#include <string_view>
+#include <string>
 
 namespace redsync::detail {
 
-template <const std::string_view& Source>
-const lua_script& cached_script() {
-  static const lua_script s{Source, sha1_hex(Source)};
+// The script `Text`, one object for the program: a call, a script's cluster
+// variant and the function library refer to scripts by address.
+template <const lua::script_text& Text>
+const lua_script& embedded_script() {
+  static const lua_script s{Text.source, std::string(Text.sha1)};
+  return s;
+}
+
+// The script `Text`, naming `Cluster` as what a cluster member runs instead
+// (lua_script::cluster).
+template <const lua::script_text& Text, const lua::script_text& Cluster>
+const lua_script& embedded_script() {
+  static const lua_script s{Text.source, std::string(Text.sha1), &embedded_script<Cluster>()};
   return s;
 }
 

@@ -24,8 +24,8 @@ struct lua_script {
   std::string_view source;
   std::string sha1;  // lowercase hex, what SCRIPT LOAD returns
   // What a cluster member runs instead, when it differs (a script that
-  // publishes a wake-up does so with SPUBLISH there: scripts.cpp); null when
-  // this script runs on every kind of member.
+  // publishes a wake-up does so with SPUBLISH there: embed_lua.py); null
+  // when this script runs on every kind of member.
   const lua_script* cluster = nullptr;
 };
 

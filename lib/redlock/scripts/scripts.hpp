@@ -2,7 +2,9 @@
 
 // The Lua scripts the Redlock flows run on each node, each with its SHA1, and
 // the keys and channel derived from a lock name. script_call.hpp (included
-// here: it defines lua_script) sends them.
+// here: it defines lua_script) sends them. The scripts' Lua is in lua/, one
+// file per piece; embed_lua.py composes every script (and its cluster
+// variant) from those pieces at build time and hashes it there.
 
 #include "redlock/scripts/script_call.hpp"
 
@@ -136,13 +138,12 @@ const lua_script& record_stamp_script();
 std::string reserved_value(std::string_view head);
 inline constexpr char reserved_value_prefix[] = "\0redsync:next\0";
 
-// The publish command of a wake-up: PUBLISH on a standalone node, SPUBLISH
-// on a cluster member (a PUBLISH there is broadcast to every node of the
+// A wake-up is published with PUBLISH on a standalone node, SPUBLISH on a
+// cluster member (a PUBLISH there is broadcast to every node of the
 // cluster; a sharded one stays on the shard of the name's slot, where the
 // waiters subscribe: docs/cluster.md). A script that publishes has a
-// cluster variant (lua_script::cluster) that differs only in this word.
-inline constexpr std::string_view standalone_publish = "PUBLISH";
-inline constexpr std::string_view cluster_publish = "SPUBLISH";
+// cluster variant (lua_script::cluster) that differs only in this word
+// (embed_lua.py: cluster_publish).
 
 // Keys and channel derived from one lock name.
 std::string line_key(std::string_view name);

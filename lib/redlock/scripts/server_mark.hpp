@@ -19,7 +19,8 @@
 // acquisition script reads it in the same atomic step as the lock key and
 // the record, and answers it as its last element; where it is missing or
 // not raw, the script reads INFO itself (once), computes the identity as
-// identify_server does, writes the mark and answers it. The client counts
+// identify_server does, writes the mark and answers it (lua/mark_vote.lua,
+// which embed_lua.py puts into the cluster variants of the acquisitions). The client counts
 // the vote only when the answer's mark is sha1 of the identity it holds
 // for that master; else it excludes the vote, reads the master's INFO
 // again (cluster_router::read_identity) and the next attempt counts.
@@ -61,10 +62,5 @@ std::string server_mark(std::string_view identity);
 // A cluster member's mark key for `slot`: redsync:node:{T}:server, in the
 // slot of its record.
 std::string cluster_server_mark_key(std::uint16_t slot);
-
-// Lua for the cluster form of a script that answers a vote (its mark key
-// is its last KEY): `vote(t)` returns the answer table `t` with the server
-// mark appended.
-extern const std::string_view mark_vote;
 
 }  // namespace redsync::detail

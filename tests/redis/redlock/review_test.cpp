@@ -270,7 +270,7 @@ TEST_SUITE("review") {
 }
 
 TEST_SUITE("review") {
-  // The release (scripts.cpp: reserve) writes the reservation (SET),
+  // The release (lua/line_prelude.lua: reserve) writes the reservation (SET),
   // refused while the server is over
   // its maxmemory, in eval mode as in functions mode: a holder with a waiter
   // behind it cannot let go on such nodes, and the waiter waits out the

@@ -30,6 +30,7 @@ TEST_SUITE("scripts") {
         {"record_read", &rd::record_read_script()},
         {"record_stamp", &rd::record_stamp_script()},
         {"semaphore_acquire", &rd::semaphore_acquire_script()},
+        {"semaphore_acquire_count_only", &rd::semaphore_acquire_count_only_script()},
         {"semaphore_release", &rd::semaphore_release_script()},
         {"semaphore_extend", &rd::semaphore_extend_script()},
         {"semaphore_fence", &rd::semaphore_fence_script()},

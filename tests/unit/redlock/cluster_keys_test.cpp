@@ -1,4 +1,5 @@
 #include "redlock/scripts/cluster_keys.hpp"
+#include "redlock/scripts/embedded_lua.hpp"
 #include "redlock/scripts/lock_keys.hpp"
 #include "redlock/scripts/scripts.hpp"
 #include "redlock/scripts/server_mark.hpp"
@@ -169,7 +170,7 @@ TEST_CASE(
       expected = replaced(expected, yes, "return vote({token, stamp[1] or '', age, window, in_line})");
       const auto body = expected.find("\nlocal record = KEYS[n + 1]");
       REQUIRE(body != std::string::npos);
-      expected.insert(body, std::string(mark_vote));
+      expected.insert(body, std::string(lua::piece::mark_vote));
     }
     CHECK(std::string(s->cluster->source) == expected);
     CHECK(s->cluster->sha1 != s->sha1);

@@ -1,0 +1,42 @@
+-- The semaphore's acquisition, sent after semaphore_prelude.lua. On a
+-- cluster member mark_vote.lua comes between them and a grant goes through
+-- vote() (embed_lua.py: semaphore_votes). The TEST ONLY count-only variant
+-- drops the slot test (embed_lua.py: count_only).
+
+local member, slot, k = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+local stored = redis.call('GET', KEYS[2])
+if stored and #live > 0 and tonumber(stored) ~= k then
+  return {-2, tonumber(stored)}
+end
+local others, count, slot_live = {}, 0, false
+for _, m in ipairs(live) do
+  if m ~= member then
+    local s = string.match(m, '^(%d+):')
+    count = count + 1
+    others[#others + 1] = s
+    if s == slot then
+      slot_live = true
+    end
+  end
+end
+local listed = table.concat(others, ',')
+if slot_live or count >= k then
+  return {-1, listed}
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), member)
+redis.call('SET', KEYS[2], ARGV[3])
+keep_until_last()
+local record = KEYS[3]
+local token = redis.call('HINCRBY', record, 'fence', 1)
+local stamp = redis.call('HMGET', record, 'run', 'since', 'window')
+local age = -1
+if stamp[2] then
+  age = now - tonumber(stamp[2])
+end
+local window = tonumber(stamp[3] or '0')
+if window < tonumber(ARGV[4]) then
+  window = tonumber(ARGV[4])
+  redis.call('HSET', record, 'window', window)
+end
+return {token, stamp[1] or '', age, window, listed}
