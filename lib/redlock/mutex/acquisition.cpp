@@ -13,6 +13,7 @@
 
 #include "redlock/mutex/acquisition.hpp"
 
+#include "redlock/mutex/failure_reasons.hpp"
 #include "redlock/mutex/fencing.hpp"
 #include "redlock/mutex/group_votes.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"

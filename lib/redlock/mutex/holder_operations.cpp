@@ -3,6 +3,7 @@
 
 #include "redlock/mutex/holder_operations.hpp"
 
+#include "redlock/mutex/failure_reasons.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts/script_answers.hpp"
