@@ -27,7 +27,7 @@ namespace redsync::detail {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-using kind = acquisition_step::kind;
+using step_kind = acquisition_step::kind;
 
 namespace {
 
@@ -71,17 +71,17 @@ acquisition::acquisition(std::shared_ptr<mutex_state> st, bool blocking, context
 void acquisition::act(const acquisition_step& next) {
   attempts_ = steps_.tries_counted();
   switch (next.what) {
-    case kind::nothing: return;
-    case kind::claim_value: return claim_value();
-    case kind::prepare_attempt: return prepare_attempt(next);
-    case kind::send_attempt: return send_attempt(next.first_attempt);
-    case kind::count_token_votes: return count_token_votes();
-    case kind::write_back_token: return write_back_token();
-    case kind::undo: return undo(next);
-    case kind::listen: return listen();
-    case kind::wait_for_retry: return wait_for_retry(next);
-    case kind::acquired: return acquired(next);
-    case kind::failed: return finish(next.error);
+    case step_kind::nothing: return;
+    case step_kind::claim_value: return claim_value();
+    case step_kind::prepare_attempt: return prepare_attempt(next);
+    case step_kind::send_attempt: return send_attempt(next.first_attempt);
+    case step_kind::count_token_votes: return count_token_votes();
+    case step_kind::write_back_token: return write_back_token();
+    case step_kind::undo: return undo(next);
+    case step_kind::listen: return listen();
+    case step_kind::wait_for_retry: return wait_for_retry(next);
+    case step_kind::acquired: return acquired(next);
+    case step_kind::failed: return finish(next.error);
   }
 }
 
@@ -231,7 +231,7 @@ void acquisition::on_subscribed() {
 }
 
 void acquisition::try_before_timer(const acquisition_step& next) {
-  if (next.what == kind::nothing) return;
+  if (next.what == step_kind::nothing) return;
   retry_timer_->stop();
   act(next);
 }

@@ -15,7 +15,7 @@ namespace redsync::detail {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-using kind = acquisition_step::kind;
+using step_kind = acquisition_step::kind;
 
 acquisition_steps::acquisition_steps(acquisition_rules rules) : rules_(std::move(rules)) {}
 
@@ -27,10 +27,10 @@ acquisition_step acquisition_steps::start(clock::time_point now, clock::time_poi
   if (phase_ != phase::not_started) return {};
   if (deadline <= now) {
     phase_ = phase::done;
-    return {.what = kind::failed, .error = errc::deadline_exceeded};
+    return {.what = step_kind::failed, .error = errc::deadline_exceeded};
   }
   phase_ = phase::claiming;
-  return {.what = kind::claim_value};
+  return {.what = step_kind::claim_value};
 }
 
 // Not reentrant: a second acquisition by the same holder would replace the
@@ -39,7 +39,7 @@ acquisition_step acquisition_steps::on_claimed(bool claimed, clock::time_point n
   if (phase_ != phase::claiming) return {};
   if (!claimed) {
     phase_ = phase::done;
-    return {.what = kind::failed, .error = errc::already_held};
+    return {.what = step_kind::failed, .error = errc::already_held};
   }
   return attempt_due(now);
 }
@@ -66,8 +66,9 @@ acquisition_step acquisition_steps::attempt_due(clock::time_point now) {
     try_due_ = now + delay;
   }
   phase_ = phase::preparing;
-  return {
-      .what = kind::prepare_attempt, .until_try = until_try_due(now), .final_try = tries_ >= rules_.tries};
+  return {.what = step_kind::prepare_attempt,
+          .until_try = until_try_due(now),
+          .final_try = tries_ >= rules_.tries};
 }
 
 // Redlock steps 1 and 2: note the start time, then SET NX PX on every node
@@ -79,7 +80,7 @@ acquisition_step acquisition_steps::on_surveyed(clock::time_point now) {
   attempt_start_ = now;
   const bool first = !sent_an_attempt_;
   sent_an_attempt_ = true;
-  return {.what = kind::send_attempt, .first_attempt = first};
+  return {.what = step_kind::send_attempt, .first_attempt = first};
 }
 
 void acquisition_steps::on_transaction_refused() {
@@ -93,7 +94,7 @@ acquisition_step acquisition_steps::on_attempt_answered(const tally& t) {
   for (std::size_t i = 0; i < rules_.nodes && i < t.nodes.size(); ++i) answers_[i] = t.nodes[i].status;
   if (t.ok < rules_.quorum) return undo_failed_attempt(acquire_failure(t, rules_.nodes, rules_.quorum));
   phase_ = phase::counting_votes;
-  return {.what = kind::count_token_votes};
+  return {.what = step_kind::count_token_votes};
 }
 
 // Fencing: the token is the winners' highest counter; unless a quorum
@@ -104,7 +105,7 @@ acquisition_step acquisition_steps::on_token_votes(std::int64_t token, std::size
   if (at_token >= rules_.quorum) return check_validity(token, now);
   phase_ = phase::write_back_round;
   token_ = token;
-  return {.what = kind::write_back_token, .token = token};
+  return {.what = step_kind::write_back_token, .token = token};
 }
 
 acquisition_step acquisition_steps::on_token_written(bool quorum_holds_token, clock::time_point now) {
@@ -120,7 +121,7 @@ acquisition_step acquisition_steps::check_validity(std::int64_t token, clock::ti
   if (validity(rules_.expiry, elapsed, rules_.drift) <= microseconds::zero())
     return undo_failed_attempt(errc::validity_elapsed);
   phase_ = phase::done;
-  return {.what = kind::acquired,
+  return {.what = step_kind::acquired,
           .token = token,
           .attempt_start = attempt_start_,
           .valid_until = attempt_start_ + rules_.expiry - rules_.drift};
@@ -139,7 +140,7 @@ acquisition_step acquisition_steps::check_validity(std::int64_t token, clock::ti
 acquisition_step acquisition_steps::undo_failed_attempt(errc why) {
   failure_ = why;
   phase_ = phase::undo_round;
-  step undo{.what = kind::undo};
+  step undo{.what = step_kind::undo};
   undo.undo_awaited.assign(rules_.nodes, false);
   undo.undo_unawaited.assign(rules_.nodes, false);
   for (std::size_t i = 0; i < rules_.nodes; ++i) {
@@ -171,10 +172,10 @@ acquisition_step acquisition_steps::on_undo_finished(clock::time_point now) {
   }
   if (tries_ >= rules_.tries) {
     phase_ = phase::done;
-    return {.what = kind::failed, .error = failure_};
+    return {.what = step_kind::failed, .error = failure_};
   }
   phase_ = phase::listening;
-  return {.what = kind::listen};
+  return {.what = step_kind::listen};
 }
 
 // Another waiter of this process already had the names' subscription: no
@@ -187,7 +188,8 @@ acquisition_step acquisition_steps::on_listening(bool already_subscribed, bool q
   const bool missed = already_subscribed && !looked_after_subscribing_;
   if (missed) looked_after_subscribing_ = true;
   phase_ = phase::waiting_for_retry;
-  return {.what = kind::wait_for_retry, .until_try = until_try_due(now), .at_once = missed || quorum_open};
+  return {
+      .what = step_kind::wait_for_retry, .until_try = until_try_due(now), .at_once = missed || quorum_open};
 }
 
 acquisition_step acquisition_steps::on_retry_due(clock::time_point now) {
