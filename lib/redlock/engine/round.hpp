@@ -5,6 +5,7 @@
 // outcome is known.
 
 #include "redlock/engine/engine.hpp"
+#include "redlock/engine/tally.hpp"
 
 #include <redsync/error.hpp>
 
@@ -16,21 +17,6 @@
 #include <vector>
 
 namespace redsync::detail {
-
-// Per-node statuses counted so far.
-struct tally {
-  std::vector<node_result> nodes;   // in node order
-  std::vector<long long> integers;  // a node's integer reply, or the first element of its array reply
-  std::size_t ok = 0;
-  std::size_t taken = 0;
-  std::size_t missing = 0;
-  std::size_t failed = 0;   // reply_error, timeout, unreachable
-  std::size_t pending = 0;  // not answered yet (not_awaited in the report)
-  std::size_t excluded = 0;
-
-  // Nodes whose answer is known (not pending, not excluded).
-  std::size_t answered() const noexcept { return ok + taken + missing + failed; }
-};
 
 // Maps one node's transport outcome to its status. `message` receives the
 // server's error text for reply errors.

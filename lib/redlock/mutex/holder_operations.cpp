@@ -1,8 +1,10 @@
 // Release, extend and check: one round each of a compare-and-act script on
-// every node, a quorum deciding.
+// every node, a quorum deciding. What the answers mean, and whether a call
+// may go out at all, is holder_steps'; this file carries it out.
 
 #include "redlock/mutex/holder_operations.hpp"
 
+#include "redlock/mutex/holder_steps.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts/script_answers.hpp"
@@ -12,16 +14,29 @@
 
 namespace redsync::detail {
 
+using holder_kind = holder_step::kind;
+
 namespace {
 
-using std::chrono::duration_cast;
 using std::chrono::microseconds;
+
+holder_rules holder_rules_of(const mutex_state& st, const engine& eng, holder_call call,
+                             std::chrono::milliseconds duration, microseconds drift) {
+  return {.nodes = eng.size(),
+          .quorum = eng.quorum(),
+          .call = call,
+          .expiry = st.opts.expiry,
+          .duration = duration,
+          .drift = drift};
+}
 
 // Unlock. The release is sent before the context is looked at: cleanup is
 // never skipped because a deadline passed or the caller cancelled.
 class release_operation final : public mutex_operation {
  public:
-  using mutex_operation::mutex_operation;
+  release_operation(std::shared_ptr<mutex_state> st, context ctx, std::function<void(result)> done)
+      : mutex_operation(std::move(st), std::move(ctx), std::move(done)),
+        steps_(holder_rules_of(*st_, eng_, holder_call::release, st_->opts.expiry, st_->drift)) {}
 
   // Cleanup still goes out at shutdown (the engine waits for its replies,
   // bounded by shutdown_timeout): an unlock not sent yet is sent now.
@@ -56,7 +71,8 @@ class release_operation final : public mutex_operation {
 
   void start() override {
     let_go();
-    if (!st_->has_value(true)) return finish(errc::not_held);
+    const auto next = steps_.start(clock::now(), ctx_.deadline, {.has_value = st_->has_value(true)});
+    if (next.what == holder_kind::finish) return finish(next.error);
     in_round_ = true;
     round_spec spec = release_round(*st_);
     spec.send = retried_release_sender(*st_);
@@ -68,19 +84,12 @@ class release_operation final : public mutex_operation {
 
   void on_released(tally&& t) {
     last_ = std::move(t);
-    const bool ok = last_.ok >= eng_.quorum();
-    errc why = ok ? errc{} : holder_failure(last_, eng_.quorum());
-    // The keys are released either way; the caller must still learn that
-    // the lock had been lost while they thought they held it.
-    if (st_->lost.stop_requested()) why = errc::lost;
-    // Released, or known to be gone (expired/taken on a quorum): this
-    // acquisition is over either way. After no_quorum it may still be on
-    // some nodes, so a retried unlock must still be possible.
-    if (ok || why != errc::no_quorum) {
+    const auto done = steps_.on_released(last_, st_->lost.stop_requested());
+    if (done.mark_released) {
       std::lock_guard lk(st_->mu);
       st_->released = true;
     }
-    finish(why);
+    finish(done.error);
   }
 
   // The caller lets go: from here held() is false, whatever the release's
@@ -101,6 +110,7 @@ class release_operation final : public mutex_operation {
 
   void on_outcome(const result& r) override { eng_.telemetry().release(*st_, r); }
 
+  holder_steps steps_;
   bool release_sent_ = false;
 };
 
@@ -113,22 +123,33 @@ class holder_round final : public mutex_operation {
       : mutex_operation(std::move(st), std::move(ctx), std::move(done), kind != op_kind::auto_extend),
         kind_(kind),
         duration_(duration > std::chrono::milliseconds::zero() ? duration : st_->opts.expiry),
-        drift_(duration_ == st_->opts.expiry ? st_->drift : drift(duration_, st_->opts.drift_factor)) {}
+        drift_(duration_ == st_->opts.expiry ? st_->drift : drift(duration_, st_->opts.drift_factor)),
+        steps_(holder_rules_of(*st_, eng_, call_of(kind), duration_, drift_)) {}
 
  private:
   bool extends() const noexcept { return kind_ != op_kind::check; }
   // extend(duration) with a duration other than the expiry.
   bool own_duration() const noexcept { return duration_ != st_->opts.expiry; }
 
+  static holder_call call_of(op_kind kind) {
+    return kind == op_kind::check         ? holder_call::check
+           : kind == op_kind::auto_extend ? holder_call::auto_extend
+                                          : holder_call::extend;
+  }
+
+  // What the steps need to know of the mutex as the call's turn comes.
+  holder_facts facts() const {
+    holder_facts f{.has_value = st_->has_value(false), .watchdog_active = st_->wd && st_->wd->active()};
+    std::lock_guard lk(st_->mu);
+    f.lost = st_->lost.stop_requested();
+    f.let_go = st_->released || !st_->held;
+    return f;
+  }
+
   void start() override {
-    // The watchdog stopped (a release is on its way): no late extension.
-    if (kind_ == op_kind::auto_extend && (!st_->wd || !st_->wd->active())) return finish(errc::not_held);
-    if (ctx_.deadline <= clock::now()) return finish(errc::deadline_exceeded);
-    if (!st_->has_value(false)) return finish(errc::not_held);
+    const auto next = steps_.start(clock::now(), ctx_.deadline, facts());
+    if (next.what == holder_kind::finish) return finish(next.error);
     if (extends()) {
-      // Once lost or let go, the acquisition is over: no extension may
-      // re-arm its keys.
-      if (const errc refused = extension_refused(); refused != errc{}) return finish(refused);
       if (!st_->extend_call) {
         st_->extend_call =
             st_->call(extend_script(), &lock_keys::keys,
@@ -155,15 +176,11 @@ class holder_round final : public mutex_operation {
                          classify_three_way);
     }
     attempts_ = 1;
-    started_round_at_ = clock::now();
-    // A shorter TTL than the one the keys have: every node that applies it
-    // keeps the key only until about start + duration, whatever this
-    // round's outcome (a failed or abandoned round may still have reached
-    // some of the quorum the old validity rests on), so the validity is cut
-    // to that before anything is sent. A longer one changes nothing here.
-    if (extends() && own_duration()) {
+    // A shorter TTL than the keys have: the validity is cut before anything
+    // is sent (holder_steps.cpp says why).
+    if (const auto send = steps_.on_round_ready(clock::now()); send.cut_validity) {
       std::lock_guard lk(st_->mu);
-      st_->until = std::min(st_->until, started_round_at_ + duration_ - drift_);
+      st_->until = std::min(st_->until, send.valid_until);
     }
     in_round_ = true;
     run_round(eng_, std::move(spec), [self = shared_from_this(), this](tally&& t) {
@@ -172,36 +189,22 @@ class holder_round final : public mutex_operation {
     });
   }
 
-  errc extension_refused() {
-    std::lock_guard lk(st_->mu);
-    if (st_->lost.stop_requested()) return errc::lost;
-    if (st_->released || !st_->held) return errc::not_held;
-    return errc{};
-  }
-
   void on_round(tally&& t) {
     last_ = std::move(t);
-    const auto q = eng_.quorum();
-    if (last_.ok < q) return finish(holder_failure(last_, q));
-    if (!extends()) return finish({});
-    // The new validity, as for an acquisition, from this round's start.
-    const auto elapsed = duration_cast<microseconds>(clock::now() - started_round_at_);
-    if (validity(duration_, elapsed, drift_) <= microseconds::zero()) return finish(errc::validity_elapsed);
-    bool lost = false;
-    {
-      std::lock_guard lk(st_->mu);
-      lost = st_->lost.stop_requested();
-      if (!lost) st_->until = started_round_at_ + duration_ - drift_;
+    auto next = steps_.on_answered(last_, clock::now());
+    if (next.what == holder_kind::set_validity) {
+      // The loss is read and the validity set at once: a loss reported in
+      // between must not be overwritten by a fresh validity.
+      bool lost = false;
+      {
+        std::lock_guard lk(st_->mu);
+        lost = st_->lost.stop_requested();
+        if (!lost) st_->until = next.valid_until;
+      }
+      next = steps_.on_validity_set(lost);
     }
-    // The loss was reported while this extension was in flight (the watchdog
-    // does not wait for it past until - margin). The holder has been told to
-    // stop, so the keys it just re-armed are released rather than left to
-    // block others for another expiry.
-    if (lost) {
-      release_everywhere_retried(*st_);
-      return finish(errc::lost);
-    }
-    finish({});
+    if (next.release_everywhere) release_everywhere_retried(*st_);
+    finish(next.error);
   }
 
   // A check is not counted, nor an automatic extension that found the
@@ -216,7 +219,7 @@ class holder_round final : public mutex_operation {
   // the drift allowance over it: the validity is duration - elapsed - drift.
   const std::chrono::milliseconds duration_;
   const microseconds drift_;
-  clock::time_point started_round_at_{};
+  holder_steps steps_;
 };
 
 }  // namespace

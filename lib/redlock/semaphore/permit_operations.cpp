@@ -8,6 +8,7 @@
 
 #include "redlock/engine/bounded_operation.hpp"
 #include "redlock/engine/release_sender.hpp"
+#include "redlock/mutex/failure_reasons.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
 #include "redlock/scripts/script_answers.hpp"

@@ -25,6 +25,7 @@
 
 #include "redlock/semaphore/semaphore_acquisition.hpp"
 
+#include "redlock/mutex/failure_reasons.hpp"
 #include "redlock/mutex/fencing.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/quorum.hpp"
