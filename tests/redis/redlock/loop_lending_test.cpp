@@ -48,18 +48,18 @@ redsync::redsync_options observed(std::shared_ptr<thread_log> log, bool callers_
   return o;
 }
 
-// The threads that ran the acquisition events of 8 blocking lock + unlock
-// cycles made from this thread.
-std::vector<std::thread::id> threads_of_eight_cycles(cluster& c, bool callers_run_loop) {
+// The threads that ran the acquisition events of `cycles` blocking lock +
+// unlock cycles made from this thread.
+std::vector<std::thread::id> threads_of_cycles(cluster& c, bool callers_run_loop, int cycles) {
   auto log = std::make_shared<thread_log>();
   redsync::Redsync rs(c.uris(), observed(log, callers_run_loop));
   auto m = rs.new_mutex(unique_name("lending"));
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < cycles; ++i) {
     REQUIRE(m.lock(redsync::context::timeout(5s)).ok());
     REQUIRE(m.unlock(redsync::context::timeout(5s)).ok());
   }
   auto seen = log->seen();
-  REQUIRE(seen.size() == 8);
+  REQUIRE(seen.size() == static_cast<std::size_t>(cycles));
   return seen;
 }
 
@@ -68,21 +68,24 @@ std::vector<std::thread::id> threads_of_eight_cycles(cluster& c, bool callers_ru
 TEST_SUITE("loop lending") {
   TEST_CASE("blocking calls run the loop on the caller's thread: their observer events run there") {
     cluster c(3);
-    const auto seen = threads_of_eight_cycles(c, true);
+    const auto seen = threads_of_cycles(c, true, 24);
     const auto me = std::this_thread::get_id();
     int here = 0;
     // The first calls may still find the library's thread asleep inside the
-    // loop (it starts lending once callers ask for the loop).
-    for (std::size_t i = 4; i < seen.size(); ++i) here += seen[i] == me ? 1 : 0;
+    // loop (it starts lending once callers ask for the loop). Later ones
+    // borrow it unless the library's thread is in a turn of its own just
+    // then; on two loaded cores (other test processes, compilers) that was
+    // half of them at times, so the bound is a quarter of 16 calls.
+    for (std::size_t i = 8; i < seen.size(); ++i) here += seen[i] == me ? 1 : 0;
     // Without lending, none of them would be: the loop thread ran them all.
-    CHECK(here >= 3);
+    CHECK_MESSAGE(here >= 4, here, " of the last 16 acquisitions ran on the caller's thread");
     // And only two threads ever ran the loop: this one and the library's.
     CHECK(std::set<std::thread::id>(seen.begin(), seen.end()).size() <= 2);
   }
 
   TEST_CASE("with callers_run_loop = false no callback runs on a caller's thread") {
     cluster c(3);
-    const auto seen = threads_of_eight_cycles(c, false);
+    const auto seen = threads_of_cycles(c, false, 8);
     const auto me = std::this_thread::get_id();
     for (const auto& t : seen) CHECK(t != me);
     CHECK(std::set<std::thread::id>(seen.begin(), seen.end()).size() == 1);
