@@ -40,13 +40,7 @@ using redsync::detail::cluster_name_slot;
 using redsync::detail::key_slot;
 using redsync::detail::line_key;
 using redsync::detail::release_channel;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {

@@ -23,12 +23,7 @@
 
 using namespace std::chrono_literals;
 using redsync::script_mode;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::tcp_proxy;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 TEST_SUITE("review") {
   // fast_acquire.hpp / node_trust.hpp promise that a node answering the

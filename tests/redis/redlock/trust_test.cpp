@@ -24,14 +24,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fake_config;
-using redsync::test::fake_redis;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
