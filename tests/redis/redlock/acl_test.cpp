@@ -4,6 +4,7 @@
 // word), on real servers whose ACL is in their startup config so a restart
 // keeps it.
 
+#include "acl_checks.hpp"
 #include "fresh_nodes.hpp"
 #include "lock_acl.hpp"
 #include "names.hpp"
@@ -15,10 +16,7 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,22 +61,6 @@ struct documented_acl_cluster {
   }
 };
 
-std::string read_doc() {
-  const char* path = std::getenv("REDSYNC_ACL_DOC");
-  REQUIRE_MESSAGE(path != nullptr, "REDSYNC_ACL_DOC (the path of docs/acl.md) is not set");
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void check_all_ok(const redsync::result& r, const char* what) {
-  CHECK_MESSAGE(r.ok(), what, ": ", r.describe());
-  for (const auto& n : r.nodes)
-    CHECK_MESSAGE(n.error_class == redsync::server_error::none, what, ": ", n.address, ": ", n.message);
-}
-
 void run_main_scenarios(script_mode mode) {
   documented_acl_cluster c(mode);
   if (mode == script_mode::functions) {
@@ -93,11 +75,11 @@ void run_main_scenarios(script_mode mode) {
   // Lock, extend, check, unlock, fencing.
   const auto name = unique_name("app:documented-acl");
   auto m = rs.new_mutex(name, {.expiry = 2s});
-  check_all_ok(m.lock(redsync::context::timeout(5s)), "lock");
+  check_no_server_error(m.lock(redsync::context::timeout(5s)), "lock");
   const auto first = m.token();
   CHECK(first.value > 0);
-  check_all_ok(m.extend(), "extend");
-  check_all_ok(m.valid(), "valid");
+  check_no_server_error(m.extend(), "extend");
+  check_no_server_error(m.valid(), "valid");
 
   // Contention: two waiters line up in order and each is handed the lock
   // on release (a 5 s retry delay: only the release's wake-up is fast).
@@ -109,16 +91,16 @@ void run_main_scenarios(script_mode mode) {
   REQUIRE(wait_until([&] { return c.waiting_on_node0(name) == 1; }, 3s));
   auto f2 = w2.lock_future();
   REQUIRE(wait_until([&] { return c.waiting_on_node0(name) == 2; }, 3s));
-  check_all_ok(m.unlock(redsync::context{}), "unlock");
+  check_no_server_error(m.unlock(redsync::context{}), "unlock");
   REQUIRE(f1.wait_for(3s) == std::future_status::ready);
-  check_all_ok(f1.get(), "first waiter");
+  check_no_server_error(f1.get(), "first waiter");
   CHECK(f2.wait_for(100ms) == std::future_status::timeout);  // the second stays in line
   CHECK(w1.token() > first);
-  check_all_ok(w1.unlock(redsync::context{}), "first waiter's unlock");
+  check_no_server_error(w1.unlock(redsync::context{}), "first waiter's unlock");
   REQUIRE(f2.wait_for(3s) == std::future_status::ready);
-  check_all_ok(f2.get(), "second waiter");
+  check_no_server_error(f2.get(), "second waiter");
   CHECK(w2.token() > w1.token());
-  check_all_ok(w2.unlock(redsync::context{}), "second waiter's unlock");
+  check_no_server_error(w2.unlock(redsync::context{}), "second waiter's unlock");
   CHECK(c.acl_denials() == 0);
 
   // A semaphore: acquire, extend, release, a waiter woken by the release
@@ -127,8 +109,8 @@ void run_main_scenarios(script_mode mode) {
   auto sem =
       rs.new_semaphore(sem_name, 1, {.expiry = 2s, .tries = 1000, .retry_delay = [](int) { return 5000ms; }});
   auto p = sem.acquire(redsync::context::timeout(5s));
-  check_all_ok(p.outcome, "semaphore acquire");
-  check_all_ok(p.permit.extend(), "permit extend");
+  check_no_server_error(p.outcome, "semaphore acquire");
+  check_no_server_error(p.permit.extend(), "permit extend");
   auto waiter = sem.acquire_future(redsync::context::timeout(10s));
   // The waiter was refused once it listens for releases.
   REQUIRE(wait_until(
@@ -139,12 +121,12 @@ void run_main_scenarios(script_mode mode) {
       },
       3s));
   const auto released_at = clock_type::now();
-  check_all_ok(p.permit.release(), "permit release");
+  check_no_server_error(p.permit.release(), "permit release");
   REQUIRE(waiter.wait_for(3s) == std::future_status::ready);
   CHECK(clock_type::now() - released_at < 3s);
   auto woken = waiter.get();
-  check_all_ok(woken.outcome, "semaphore waiter");
-  check_all_ok(woken.permit.release(), "waiter's release");
+  check_no_server_error(woken.outcome, "semaphore waiter");
+  check_no_server_error(woken.permit.release(), "waiter's release");
   CHECK(c.acl_denials() == 0);
 
   // Restart-guard repair: node 0 restarts empty (no record, and no
@@ -173,7 +155,7 @@ void run_main_scenarios(script_mode mode) {
 
 TEST_SUITE("acl") {
   TEST_CASE("docs/acl.md shows the lock user's rules of each script mode word for word") {
-    const std::string doc = read_doc();
+    const std::string doc = read_acl_doc();
     for (const auto mode : {script_mode::eval, script_mode::functions}) {
       const std::string line =
           "ACL SETUSER locker reset on >CHANGE-ME " + redsync::test::lock_acl_rules(mode);
