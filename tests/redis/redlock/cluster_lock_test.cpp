@@ -252,13 +252,7 @@ TEST_CASE(
 
   redis_cluster& cl = *cls[0];
   const std::uint16_t slot = cluster_name_slot(name);
-  const std::size_t master = cl.owner(slot);
-  const std::size_t replica = master + 3;
-  redis_client old_master(cl[master]);
-  REQUIRE(old_master.command({"WAIT", "1", "5000"}).integer == 1);
-  redis_client promoted(cl[replica]);
-  REQUIRE(promoted.command({"CLUSTER", "FAILOVER"}).str == "OK");
-  REQUIRE(wait_until([&] { return promoted.info_field("replication", "role") == "master"; }, 20s));
+  fail_over_to_replica(cl, cl.owner(slot));
 
   // The promoted master's record names the old one: member 1 is left out of
   // that slot's votes (the lock still comes from the two others) ...
