@@ -4,6 +4,7 @@
 
 #include "app_loop.hpp"
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -32,12 +33,6 @@ using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-bool absent_on(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
-  for (std::size_t i : nodes)
-    if (redis_client(c[i]).exists(name)) return false;
-  return true;
-}
 
 // Connects every node's pool, so later steps are about the nodes, not about
 // connecting.
