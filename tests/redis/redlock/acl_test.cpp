@@ -27,9 +27,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* user = "locker";
-constexpr const char* password = "locker-secret";
-
 // Three servers whose only user besides `default` is `locker` with exactly
 // the documented rights of `mode`.
 struct documented_acl_cluster {
@@ -38,15 +35,13 @@ struct documented_acl_cluster {
 
   static redsync::test::config with_user(script_mode mode) {
     redsync::test::config cfg;
-    cfg.extra_args = {"--user", user, "reset", "on", std::string(">") + password};
-    for (const auto& p : redsync::test::lock_acl_patterns) cfg.extra_args.push_back(p);
-    for (const auto& c : redsync::test::lock_acl_commands(mode)) cfg.extra_args.push_back(c);
+    cfg.extra_args = lock_user_args(lock_acl_rule_list(mode));
     return cfg;
   }
 
   explicit documented_acl_cluster(script_mode mode) : servers(3, with_user(mode)) {
     for (std::size_t i = 0; i < servers.size(); ++i)
-      uris.push_back(std::string("redis://") + user + ":" + password + "@" + servers[i].address());
+      uris.push_back("redis://" + lock_user_info() + servers[i].address());
   }
 
   long long acl_denials() {
@@ -66,7 +61,7 @@ void run_main_scenarios(script_mode mode) {
   if (mode == script_mode::functions) {
     // The functions-mode user cannot run scripts any other way.
     for (const char* verb : {"EVAL", "EVALSHA"}) {
-      const auto r = redis_client(c.servers[0]).command({"ACL", "DRYRUN", user, verb, "return 1", "0"});
+      const auto r = redis_client(c.servers[0]).command({"ACL", "DRYRUN", lock_user, verb, "return 1", "0"});
       CHECK_MESSAGE(r.str.find("no permissions") != std::string::npos, verb, ": ", r.str);
     }
   }

@@ -34,9 +34,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* acl_user = "locker";
-constexpr const char* acl_password = "locker-secret";
-
 // Three clusters of 2 masters with a replica each, whose only user besides
 // `default` (which forms the cluster and replicates) is `locker` with the
 // documented cluster rights plus `extra`, minus `without`.
@@ -45,21 +42,18 @@ struct acl_clusters {
   std::vector<std::string> uris;
 
   acl_clusters(const std::vector<std::string>& extra, const std::string& without) {
+    std::vector<std::string> rules = lock_acl_rule_list(redsync::script_mode::eval);
+    rules.insert(rules.end(), cluster_acl_extra.begin(), cluster_acl_extra.end());
+    rules.insert(rules.end(), extra.begin(), extra.end());
+    std::erase(rules, without);
     redsync::test::config server;
     // No diskless sync delay (5 s by default): the replicas link at once.
-    server.extra_args = {"--repl-diskless-sync-delay",   "0", "--user", acl_user, "reset", "on",
-                         std::string(">") + acl_password};
-    std::vector<std::string> rules;
-    for (const auto& p : redsync::test::lock_acl_patterns) rules.push_back(p);
-    for (const auto& c : redsync::test::lock_acl_commands(redsync::script_mode::eval)) rules.push_back(c);
-    for (const auto& c : redsync::test::cluster_acl_extra) rules.push_back(c);
-    rules.insert(rules.end(), extra.begin(), extra.end());
-    for (const auto& r : rules)
-      if (r != without) server.extra_args.push_back(r);
+    server.extra_args = {"--repl-diskless-sync-delay", "0"};
+    for (auto& a : lock_user_args(rules)) server.extra_args.push_back(std::move(a));
     for (int i = 0; i < 3; ++i) {
       members.push_back(
           std::make_unique<redis_cluster>(cluster_config{.masters = 2, .replicas = 1, .server = server}));
-      std::string uri = "redis+cluster://" + std::string(acl_user) + ":" + acl_password + "@";
+      std::string uri = "redis+cluster://" + lock_user_info();
       for (std::size_t n = 0; n < members.back()->size(); ++n)
         uri += (n == 0 ? "" : ",") + (*members.back())[n].address();
       uris.push_back(uri);
