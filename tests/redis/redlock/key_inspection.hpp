@@ -24,6 +24,14 @@ inline bool absent_on(cluster& c, const std::string& name, std::initializer_list
   return true;
 }
 
+/// True when `name`'s waiting line (the sorted set NAME:redsync-line) holds
+/// exactly `waiters` waiters on every node of `c`.
+inline bool line_on_every_node(cluster& c, const std::string& name, long long waiters) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != waiters) return false;
+  return true;
+}
+
 /// The sorted set that holds a semaphore's permits on a standalone node.
 inline std::string semaphore_key(const std::string& name) {
   return "redsync:sem:{" + name + "}";

@@ -4,6 +4,7 @@
 // test names the code it points at.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -147,13 +148,7 @@ TEST_SUITE("review") {
     redsync::Redsync far(proxied, fresh_nodes({.shutdown_timeout = 0ms}));
     auto head = far.new_mutex(name, {.tries = 100, .retry_delay = [](int) { return 5000ms; }});
     auto waiting = head.lock_future();
-    REQUIRE(wait_until(
-        [&] {
-          for (std::size_t i = 0; i < c.size(); ++i)
-            if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
-          return true;
-        },
-        3s));
+    REQUIRE(wait_until([&] { return line_on_every_node(c, name, 1); }, 3s));
     for (auto& p : proxies) p->stall();  // the head vanishes
     const auto vanished = std::chrono::steady_clock::now();
     REQUIRE(holder.unlock(redsync::context{}).ok());
@@ -249,13 +244,7 @@ TEST_SUITE("review") {
       REQUIRE(holder.lock(redsync::context::timeout(5s)).ok());
       auto waiter = rs.new_mutex(name, {.tries = 1000, .retry_delay = [](int) { return 1000ms; }});
       auto waiting = waiter.lock_future(redsync::context::timeout(20s));
-      REQUIRE(wait_until(
-          [&] {
-            for (std::size_t i = 0; i < c.size(); ++i)
-              if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
-            return true;
-          },
-          3s));
+      REQUIRE(wait_until([&] { return line_on_every_node(c, name, 1); }, 3s));
       for (std::size_t i = 0; i < c.size(); ++i)
         REQUIRE(redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "1"}).str == "OK");
       auto released = holder.unlock(redsync::context::timeout(5s));
