@@ -4,6 +4,7 @@
 //  - from_caller: a caller thread posts the fan-out to the loop and blocks on
 //    a future, as the blocking Mutex calls do (adds two thread hand-offs).
 
+#include "back_to_back.hpp"
 #include "bench.hpp"
 #include "proc.hpp"
 #include "transport.hpp"
@@ -33,28 +34,6 @@ void fan_out(transport& t, const rd::wire_command& ping, std::function<void(bool
   }
 }
 
-// Runs `total` fan-outs back to back on the loop thread; records the last
-// `measured` of them.
-struct on_loop_run {
-  transport& t;
-  rd::wire_command ping;
-  int total;
-  int measured;
-  samples out;
-  int failures = 0;
-  std::promise<void> finished;
-
-  void next(int i) {
-    if (i == total) return finished.set_value();
-    const auto t0 = clock::now();
-    fan_out(t, ping, [this, i, t0](bool ok) {
-      if (i >= total - measured) out.add(clock::now() - t0);
-      if (!ok) ++failures;
-      next(i + 1);
-    });
-  }
-};
-
 }  // namespace
 
 json run_floor(const config& cfg) {
@@ -62,7 +41,9 @@ json run_floor(const config& cfg) {
   const auto ping = rd::encode_command({"PING"});
   cpu_probe cpu(node_pids(t));
 
-  on_loop_run run{t, ping, cfg.warmup + cfg.iterations, cfg.iterations, {}, 0, {}};
+  // Fan-outs back to back on the loop thread.
+  auto run = back_to_back_run([&t, &ping](auto done) { fan_out(t, ping, std::move(done)); },
+                              cfg.warmup + cfg.iterations, cfg.iterations);
   run.out.reserve(static_cast<std::size_t>(cfg.iterations));
   t.loop().post([&run] { run.next(0); });
   run.finished.get_future().wait();

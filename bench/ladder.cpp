@@ -18,6 +18,7 @@
 // Server CPU comes from each node's INFO cpu and client CPU from getrusage,
 // both with microsecond resolution.
 
+#include "back_to_back.hpp"
 #include "bench.hpp"
 #include "server_cpu.hpp"
 #include "transport.hpp"
@@ -78,49 +79,24 @@ void round_trip(transport& t, const rung& r, bool acquire, std::function<void(bo
   }
 }
 
-// `total` cycles back to back on the loop thread; the last `measured` timed.
-struct raw_run {
-  transport& t;
-  const rung& r;
-  int total;
-  int measured;
-  samples out;
-  int failures = 0;
-  std::promise<void> finished;
-
-  void next(int i) {
-    if (i == total) return finished.set_value();
-    const auto t0 = clock::now();
-    round_trip(t, r, true, [this, i, t0](bool acquired) {
-      round_trip(t, r, false, [this, i, t0, acquired](bool released) {
-        if (i >= total - measured) out.add(clock::now() - t0);
-        if (!acquired || !released) ++failures;
-        next(i + 1);
-      });
+// One raw cycle of rung `r` (its acquisition, then its release); for
+// back_to_back_run, on the loop thread.
+auto raw_cycle(transport& t, const rung& r) {
+  return [&t, &r](auto done) {
+    round_trip(t, r, true, [&t, &r, done](bool acquired) {
+      round_trip(t, r, false, [done, acquired](bool released) { done(acquired && released); });
     });
-  }
-};
+  };
+}
 
-struct async_run {
-  redsync::Mutex& m;
-  int total;
-  int measured;
-  samples out;
-  int failures = 0;
-  std::promise<void> finished;
-
-  void next(int i) {
-    if (i == total) return finished.set_value();
-    const auto t0 = clock::now();
-    m.lock_async({}, [this, i, t0](redsync::result l) {
-      m.unlock_async({}, [this, i, t0, ok = l.ok()](redsync::result u) {
-        if (i >= total - measured) out.add(clock::now() - t0);
-        if (!ok || !u) ++failures;
-        next(i + 1);
-      });
+// One lock_async + unlock_async cycle of `m`, for back_to_back_run.
+auto async_cycle(redsync::Mutex& m) {
+  return [&m](auto done) {
+    m.lock_async({}, [&m, done](redsync::result l) {
+      m.unlock_async({}, [done, ok = l.ok()](redsync::result u) { done(ok && u); });
     });
-  }
-};
+  };
+}
 
 json rung_result(const std::string& name, const samples& s, json cpu, int failures) {
   json j;
@@ -187,10 +163,10 @@ json run_ladder(const config& cfg) {
   redsync::Redsync rs(cfg.nodes, bench_redsync_options());
   auto m = rs.new_mutex(unique_name("ladder-lib"));
   {
-    async_run warm{m, cfg.warmup, 0, {}, 0, {}};
+    auto warm = back_to_back_run(async_cycle(m), cfg.warmup, 0);
     warm.next(0);
     warm.finished.get_future().wait();
-    async_run run{m, cfg.iterations, cfg.iterations, {}, 0, {}};
+    auto run = back_to_back_run(async_cycle(m), cfg.iterations, cfg.iterations);
     run.out.reserve(static_cast<std::size_t>(cfg.iterations));
     cpu.start();
     run.next(0);
@@ -220,10 +196,10 @@ json run_ladder(const config& cfg) {
   blocking_rung("blocking API, fail_fast: each call returns at its quorum", fast);
   std::vector<json> out;
   for (const rung& r : rungs) {
-    raw_run warm{t, r, cfg.warmup, 0, {}, 0, {}};
+    auto warm = back_to_back_run(raw_cycle(t, r), cfg.warmup, 0);
     t.loop().post([&warm] { warm.next(0); });
     warm.finished.get_future().wait();
-    raw_run run{t, r, cfg.iterations, cfg.iterations, {}, 0, {}};
+    auto run = back_to_back_run(raw_cycle(t, r), cfg.iterations, cfg.iterations);
     run.out.reserve(static_cast<std::size_t>(cfg.iterations));
     cpu.start();
     t.loop().post([&run] { run.next(0); });

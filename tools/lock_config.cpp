@@ -1,6 +1,7 @@
 #include "lock_config.hpp"
 
 #include "args.hpp"
+#include "node_command.hpp"
 #include "node_list.hpp"
 
 #include <redsync/options.hpp>
@@ -18,16 +19,7 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 22> lock_options{{
-    {"nodes", 0, true},
-    // TLS, for rediss:// nodes (args.hpp, apply_tls_options)
-    {"tls-ca", 0, true},
-    {"tls-ca-dir", 0, true},
-    {"tls-cert", 0, true},
-    {"tls-key", 0, true},
-    {"tls-server-name", 0, true},
-    {"tls-insecure", 0, false},
-    // the lock
+constexpr auto lock_options = with_node_options(std::array<option_spec, 15>{{
     {"permits", 'n', true},
     {"ttl", 0, true},
     {"wait", 0, true},
@@ -43,7 +35,7 @@ constexpr std::array<option_spec, 22> lock_options{{
     {"quiet", 'q', false},
     {"verbose", 'v', false},
     {"help", 'h', false},
-}};
+}});
 
 // floor(ttl * factor) in microseconds, as the library computes it
 // (lib/redlock/quorum.hpp): the factor rounded to parts per billion, then

@@ -23,18 +23,8 @@ using std::chrono::milliseconds;
 // mark, longest expiry used on the node (ms).
 enum field { fence, run, since, pending, window, fields };
 
-std::string_view info_field(std::string_view info, std::string_view key) {
-  std::size_t at = 0;
-  while ((at = info.find(key, at)) != std::string_view::npos) {
-    if ((at == 0 || info[at - 1] == '\n') && at + key.size() < info.size() && info[at + key.size()] == ':') {
-      const auto from = at + key.size() + 1;
-      const auto to = info.find_first_of("\r\n", from);
-      return info.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
-    }
-    at += key.size();
-  }
-  return {};
-}
+// The library's reader of INFO text (node_identity.cpp is built into the tool).
+using redsync::detail::info_field;
 
 // As the library names a node in messages (engine::uri): the scheme and
 // address, never the credentials.

@@ -9,6 +9,7 @@
 #include "exit_status.hpp"
 #include "help.hpp"
 #include "json.hpp"
+#include "node_command.hpp"
 #include "node_list.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
@@ -22,19 +23,12 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 11> ping_options{{
-    {"nodes", 0, true},
-    {"tls-ca", 0, true},
-    {"tls-ca-dir", 0, true},
-    {"tls-cert", 0, true},
-    {"tls-key", 0, true},
-    {"tls-server-name", 0, true},
-    {"tls-insecure", 0, false},
+constexpr auto ping_options = with_node_options(std::array<option_spec, 4>{{
     {"timeout", 0, true},
     {"ttl", 0, true},
     {"json", 0, false},
     {"help", 'h', false},
-}};
+}});
 
 struct node_line {
   const probe_result* probe = nullptr;
@@ -99,14 +93,8 @@ int run_ping(std::span<char* const> argv) {
     throw usage_error(fmt::format("ping: unexpected argument \"{}\"", args.positionals[0]));
   }
   const std::vector<std::string> uris = resolve_nodes(args);
-  std::chrono::milliseconds timeout{1000};
-  if (const std::string* t = args.last("timeout")) {
-    timeout = parse_duration("--timeout", *t);
-    if (timeout.count() == 0) throw usage_error("--timeout: must be greater than 0");
-  }
-  // Votes are judged as a `redsync lock --ttl TTL` would see them.
-  std::chrono::milliseconds ttl{8000};
-  if (const std::string* t = args.last("ttl")) ttl = parse_duration("--ttl", *t);
+  const std::chrono::milliseconds timeout = probe_timeout(args);
+  const std::chrono::milliseconds ttl = vote_ttl(args);
 
   std::vector<std::vector<std::string>> commands{{"PING"}};
   for (auto& c : vote_commands()) commands.push_back(std::move(c));

@@ -14,6 +14,7 @@
 #include "lock_config.hpp"
 #include "lock_line.hpp"
 #include "member_probe.hpp"
+#include "node_command.hpp"
 #include "node_list.hpp"
 #include "node_probe.hpp"
 #include "node_vote.hpp"
@@ -30,21 +31,14 @@
 namespace redsync::cli {
 namespace {
 
-constexpr std::array<option_spec, 13> status_options{{
-    {"nodes", 0, true},
-    {"tls-ca", 0, true},
-    {"tls-ca-dir", 0, true},
-    {"tls-cert", 0, true},
-    {"tls-key", 0, true},
-    {"tls-server-name", 0, true},
-    {"tls-insecure", 0, false},
+constexpr auto status_options = with_node_options(std::array<option_spec, 6>{{
     {"value", 0, true},
     {"timeout", 0, true},
     {"ttl", 0, true},
     {"json", 0, false},
     {"permits", 'n', true},
     {"help", 'h', false},
-}};
+}});
 
 // One node, as read.
 struct node_state {
@@ -96,20 +90,14 @@ int run_status(std::span<char* const> argv) {
   }
   const std::string& name = args.positionals[0];
   const std::vector<std::string> uris = resolve_nodes(args);
-  std::chrono::milliseconds timeout{1000};
-  if (const std::string* t = args.last("timeout")) {
-    timeout = parse_duration("--timeout", *t);
-    if (timeout.count() == 0) throw usage_error("--timeout: must be greater than 0");
-  }
+  const std::chrono::milliseconds timeout = probe_timeout(args);
   // A semaphore (lock -n): its own view, asked for with -n or found on the
   // nodes.
   std::optional<int> permits;
   if (const std::string* v = args.last("permits")) permits = parse_permits(*v);
   if (permits || is_semaphore(uris, name, timeout))
     return semaphore_status(uris, name, timeout, permits, args.has("json"));
-  // Votes are judged as a `redsync lock --ttl TTL` would see them.
-  std::chrono::milliseconds ttl{8000};
-  if (const std::string* t = args.last("ttl")) ttl = parse_duration("--ttl", *t);
+  const std::chrono::milliseconds ttl = vote_ttl(args);
   std::optional<std::string> ours;
   if (const std::string* v = args.last("value")) {
     ours = *v;

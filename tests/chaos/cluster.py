@@ -57,6 +57,14 @@ def _read_reply(r):
     raise OSError("bad reply %r" % line)
 
 
+def kill_process(proc):
+    """SIGKILL for a server's process, paused (SIGSTOP) or not, and reaps it."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+    proc.wait()
+
+
 class Server:
     """One redis-server process with its own port and directory."""
 
@@ -97,10 +105,7 @@ class Server:
 
     def kill(self):
         if self.proc is not None:
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGCONT)
-                self.proc.kill()
-            self.proc.wait()
+            kill_process(self.proc)
             self.proc = None
 
     def run_id(self):

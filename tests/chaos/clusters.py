@@ -20,12 +20,11 @@ cluster_state:ok everywhere and every replica's link up.
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import time
 
-from cluster import redis_call
+from cluster import kill_process, redis_call
 
 SLOTS = 16384
 _taken = set()
@@ -133,10 +132,7 @@ class Node:
 
     def kill(self):
         if self.proc is not None:
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGCONT)
-                self.proc.kill()
-            self.proc.wait()
+            kill_process(self.proc)
             self.proc = None
 
     def call(self, *args, timeout=1.0):

@@ -6,12 +6,15 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <redsync/redsync.hpp>
+
+#include <doctest/doctest.h>
 
 #include "cli_process.hpp"
 #include "fresh_nodes.hpp"
@@ -136,6 +139,15 @@ inline std::optional<bool> running_when_taken_over(const cluster& c, const std::
   return running;
 }
 
+// Checks that `command` is gone within 3 s, and that it was no longer
+// running when another client could take the lock `name` (within 10 s).
+inline void check_gone_before_taken_over(const cluster& c, const std::string& name, pid_t command) {
+  CHECK(wait_until([&] { return process_gone(command); }, 3s));
+  const std::optional<bool> running = running_when_taken_over(c, name, command, 10s);
+  REQUIRE(running.has_value());
+  CHECK_FALSE(*running);
+}
+
 // Kills what a failed test left running; a passing test leaves nothing.
 struct kill_leftovers {
   std::vector<std::string> pid_files;
@@ -147,6 +159,16 @@ struct kill_leftovers {
 };
 
 // Prints what the tool said when a check fails.
+/// Waits (at most `bound`) for `p` to end while nodes 0, 1 and 2 of `c` are
+/// frozen (SIGSTOP: they take connections but never answer, so no quorum of
+/// five is reached), then resumes them.
+inline cli_outcome wait_with_three_frozen(cluster& c, cli_process& p, std::chrono::milliseconds bound) {
+  for (std::size_t i = 0; i < 3; ++i) c[i].pause();
+  auto o = p.wait(bound);
+  for (std::size_t i = 0; i < 3; ++i) c[i].resume();
+  return o;
+}
+
 inline std::string show(const cli_outcome& o) {
   return "status " + std::to_string(o.status) + (o.timed_out ? " (timed out)" : "") + ", " +
          std::to_string(o.elapsed.count()) + " ms\n--- stdout\n" + o.out + "--- stderr\n" + o.err;

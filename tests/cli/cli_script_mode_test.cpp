@@ -15,9 +15,6 @@ using redsync::script_mode;
 
 namespace {
 
-constexpr const char* user = "locker";
-constexpr const char* password = "locker-secret";
-
 // Three servers whose only user besides `default` is `locker`, with exactly
 // the documented rights of functions mode: no EVAL, no EVALSHA.
 struct functions_only_cluster {
@@ -25,9 +22,7 @@ struct functions_only_cluster {
 
   static config with_user() {
     config cfg;
-    cfg.extra_args = {"--user", user, "reset", "on", std::string(">") + password};
-    for (const auto& p : lock_acl_patterns) cfg.extra_args.push_back(p);
-    for (const auto& c : lock_acl_commands(script_mode::functions)) cfg.extra_args.push_back(c);
+    cfg.extra_args = lock_user_args(lock_acl_rule_list(script_mode::functions));
     return cfg;
   }
 
@@ -37,7 +32,7 @@ struct functions_only_cluster {
   std::string nodes_as_user() const {
     std::string list;
     for (const auto& address : servers.addresses()) {
-      list += (list.empty() ? "" : ",") + std::string("redis://") + user + ":" + password + "@" + address;
+      list += (list.empty() ? "" : ",") + std::string("redis://") + lock_user_info() + address;
     }
     return "--nodes=" + list;
   }
@@ -80,7 +75,7 @@ TEST_SUITE("cli") {
     temp_dir dir;
     // The user really cannot run scripts the eval way.
     const auto dryrun =
-        redis_client(nodes.servers[0]).command({"ACL", "DRYRUN", user, "EVAL", "return 1", "0"});
+        redis_client(nodes.servers[0]).command({"ACL", "DRYRUN", lock_user, "EVAL", "return 1", "0"});
     REQUIRE(dryrun.type != redis_client::reply::kind::status);
 
     auto o = run_cli({"lock", nodes.nodes_as_user(), "--script-mode", "functions", "app:cli-fn", "--", "sh",

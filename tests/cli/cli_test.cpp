@@ -161,15 +161,8 @@ TEST_SUITE("cli") {
     const pid_t command_pid = std::stoi(*read_file(dir.file("pid")));
     REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-lost") == 5; }, 5s));
 
-    // Frozen nodes take connections but never answer: no extension can reach a
-    // quorum, so the lock runs out within its 1 s expiry.
-    nodes[0].pause();
-    nodes[1].pause();
-    nodes[2].pause();
-    auto o = p.wait(15s);
-    nodes[0].resume();
-    nodes[1].resume();
-    nodes[2].resume();
+    // No extension can reach a quorum: the lock runs out within its 1 s expiry.
+    auto o = wait_with_three_frozen(nodes, p, 15s);
     INFO(show(o));
     CHECK(o.status == lost_status);
     CHECK(o.elapsed < 15s);
@@ -221,13 +214,7 @@ TEST_SUITE("cli") {
     const pid_t background = *pid_in(dir.file("bgpid"));
     REQUIRE(wait_until([&] { return nodes_holding(nodes, "cli-lost-group") == 5; }, 5s));
 
-    nodes[0].pause();
-    nodes[1].pause();
-    nodes[2].pause();
-    auto o = p.wait(15s);
-    nodes[0].resume();
-    nodes[1].resume();
-    nodes[2].resume();
+    auto o = wait_with_three_frozen(nodes, p, 15s);
     INFO(show(o));
     CHECK(o.status == lost_status);
     CHECK(contains(o.err, "redsync: lock \"cli-lost-group\" lost while running: "));
@@ -287,11 +274,8 @@ TEST_SUITE("cli") {
     // 1 s ttl of it (2 s more are slack for sanitizer builds).
     p.signal(SIGSTOP);
     REQUIRE(wait_until([&] { return process_stopped(p.pid()); }, 5s));
-    CHECK(wait_until([&] { return process_gone(command); }, 3s));
     // The claim itself: once the nodes let the lock go, the command is gone.
-    const std::optional<bool> running = running_when_taken_over(nodes, "cli-stopped", command, 10s);
-    REQUIRE(running.has_value());
-    CHECK_FALSE(*running);
+    check_gone_before_taken_over(nodes, "cli-stopped", command);
 
     p.signal(SIGCONT);
     auto o = p.wait(10s);
@@ -318,10 +302,7 @@ TEST_SUITE("cli") {
     REQUIRE(wait_until([&] { return process_stopped(p.pid()); }, 5s));
     // It exits on its own while the lock is still valid.
     { std::ofstream(dir.file("go")) << "go\n"; }
-    CHECK(wait_until([&] { return process_gone(command); }, 3s));
-    const std::optional<bool> running = running_when_taken_over(nodes, "cli-stopped-exit", command, 10s);
-    REQUIRE(running.has_value());
-    CHECK_FALSE(*running);
+    check_gone_before_taken_over(nodes, "cli-stopped-exit", command);
 
     p.signal(SIGCONT);
     auto o = p.wait(10s);
@@ -349,10 +330,7 @@ TEST_SUITE("cli") {
     INFO(show(o));
     REQUIRE(o.status == 128 + SIGKILL);
     // Within the ttl (plus slack), though it ignores SIGTERM and the grace is 30 s.
-    CHECK(wait_until([&] { return process_gone(command); }, 3s));
-    const std::optional<bool> running = running_when_taken_over(nodes, "cli-killed-grace", command, 10s);
-    REQUIRE(running.has_value());
-    CHECK_FALSE(*running);
+    check_gone_before_taken_over(nodes, "cli-killed-grace", command);
   }
 
   TEST_CASE("cli: SIGUSR1 to the tool is forwarded to the command instead of killing the tool") {

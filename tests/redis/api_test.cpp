@@ -22,11 +22,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::prime_records;
-using redsync::test::stamp_records_now;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 // A guard is made on purpose, never by conversion from a Mutex.
 static_assert(!std::is_convertible_v<redsync::Mutex&, redsync::guard>);

@@ -7,6 +7,7 @@
 #include <redsync/options.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redsync::test {
@@ -31,16 +32,40 @@ inline std::vector<std::string> lock_acl_commands(redsync::script_mode mode) {
   return out;
 }
 
+/// lock_acl_patterns then lock_acl_commands(mode), one rule an element.
+inline std::vector<std::string> lock_acl_rule_list(redsync::script_mode mode) {
+  std::vector<std::string> out = lock_acl_patterns;
+  for (auto& c : lock_acl_commands(mode)) out.push_back(std::move(c));
+  return out;
+}
+
 /// Patterns then commands, space-separated: what follows
 /// `ACL SETUSER locker reset on >PASSWORD ` in docs/acl.md.
 inline std::string lock_acl_rules(redsync::script_mode mode) {
   std::string out;
-  auto add = [&out](const std::string& rule) {
+  for (const auto& rule : lock_acl_rule_list(mode)) {
     if (!out.empty()) out += ' ';
     out += rule;
-  };
-  for (const auto& p : lock_acl_patterns) add(p);
-  for (const auto& c : lock_acl_commands(mode)) add(c);
+  }
+  return out;
+}
+
+/// The user the ACL tests lock as (docs/acl.md's example names it `locker`
+/// too), and its password.
+inline constexpr const char* lock_user = "locker";
+inline constexpr const char* lock_user_password = "locker-secret";
+
+/// "locker:PASSWORD@": lock_user's user info in a node URI.
+inline std::string lock_user_info() {
+  return std::string(lock_user) + ":" + lock_user_password + "@";
+}
+
+/// redis-server arguments (config::extra_args) that create lock_user with
+/// exactly `rules` (e.g. lock_acl_rule_list(mode)), in the server's startup
+/// config so a restart keeps it.
+inline std::vector<std::string> lock_user_args(const std::vector<std::string>& rules) {
+  std::vector<std::string> out = {"--user", lock_user, "reset", "on", std::string(">") + lock_user_password};
+  out.insert(out.end(), rules.begin(), rules.end());
   return out;
 }
 

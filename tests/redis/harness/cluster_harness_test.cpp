@@ -9,9 +9,7 @@
 #include "redis_cluster.hpp"
 
 using namespace std::chrono_literals;
-using redsync::test::cluster_config;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
+using namespace redsync::test;
 using kind = redis_client::reply::kind;
 
 namespace {

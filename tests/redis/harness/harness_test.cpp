@@ -17,12 +17,7 @@
 #include "wait.hpp"
 
 using namespace std::chrono_literals;
-using redsync::test::client_options;
-using redsync::test::cluster;
-using redsync::test::config;
-using redsync::test::redis_client;
-using redsync::test::redis_server;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using kind = redis_client::reply::kind;
 
 namespace {

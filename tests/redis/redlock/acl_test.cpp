@@ -4,6 +4,7 @@
 // word), on real servers whose ACL is in their startup config so a restart
 // keeps it.
 
+#include "acl_checks.hpp"
 #include "fresh_nodes.hpp"
 #include "lock_acl.hpp"
 #include "names.hpp"
@@ -15,26 +16,16 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace std::chrono_literals;
 using redsync::script_mode;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-constexpr const char* user = "locker";
-constexpr const char* password = "locker-secret";
 
 // Three servers whose only user besides `default` is `locker` with exactly
 // the documented rights of `mode`.
@@ -44,15 +35,13 @@ struct documented_acl_cluster {
 
   static redsync::test::config with_user(script_mode mode) {
     redsync::test::config cfg;
-    cfg.extra_args = {"--user", user, "reset", "on", std::string(">") + password};
-    for (const auto& p : redsync::test::lock_acl_patterns) cfg.extra_args.push_back(p);
-    for (const auto& c : redsync::test::lock_acl_commands(mode)) cfg.extra_args.push_back(c);
+    cfg.extra_args = lock_user_args(lock_acl_rule_list(mode));
     return cfg;
   }
 
   explicit documented_acl_cluster(script_mode mode) : servers(3, with_user(mode)) {
     for (std::size_t i = 0; i < servers.size(); ++i)
-      uris.push_back(std::string("redis://") + user + ":" + password + "@" + servers[i].address());
+      uris.push_back("redis://" + lock_user_info() + servers[i].address());
   }
 
   long long acl_denials() {
@@ -67,28 +56,12 @@ struct documented_acl_cluster {
   }
 };
 
-std::string read_doc() {
-  const char* path = std::getenv("REDSYNC_ACL_DOC");
-  REQUIRE_MESSAGE(path != nullptr, "REDSYNC_ACL_DOC (the path of docs/acl.md) is not set");
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void check_all_ok(const redsync::result& r, const char* what) {
-  CHECK_MESSAGE(r.ok(), what, ": ", r.describe());
-  for (const auto& n : r.nodes)
-    CHECK_MESSAGE(n.error_class == redsync::server_error::none, what, ": ", n.address, ": ", n.message);
-}
-
 void run_main_scenarios(script_mode mode) {
   documented_acl_cluster c(mode);
   if (mode == script_mode::functions) {
     // The functions-mode user cannot run scripts any other way.
     for (const char* verb : {"EVAL", "EVALSHA"}) {
-      const auto r = redis_client(c.servers[0]).command({"ACL", "DRYRUN", user, verb, "return 1", "0"});
+      const auto r = redis_client(c.servers[0]).command({"ACL", "DRYRUN", lock_user, verb, "return 1", "0"});
       CHECK_MESSAGE(r.str.find("no permissions") != std::string::npos, verb, ": ", r.str);
     }
   }
@@ -97,11 +70,11 @@ void run_main_scenarios(script_mode mode) {
   // Lock, extend, check, unlock, fencing.
   const auto name = unique_name("app:documented-acl");
   auto m = rs.new_mutex(name, {.expiry = 2s});
-  check_all_ok(m.lock(redsync::context::timeout(5s)), "lock");
+  check_no_server_error(m.lock(redsync::context::timeout(5s)), "lock");
   const auto first = m.token();
   CHECK(first.value > 0);
-  check_all_ok(m.extend(), "extend");
-  check_all_ok(m.valid(), "valid");
+  check_no_server_error(m.extend(), "extend");
+  check_no_server_error(m.valid(), "valid");
 
   // Contention: two waiters line up in order and each is handed the lock
   // on release (a 5 s retry delay: only the release's wake-up is fast).
@@ -113,16 +86,16 @@ void run_main_scenarios(script_mode mode) {
   REQUIRE(wait_until([&] { return c.waiting_on_node0(name) == 1; }, 3s));
   auto f2 = w2.lock_future();
   REQUIRE(wait_until([&] { return c.waiting_on_node0(name) == 2; }, 3s));
-  check_all_ok(m.unlock(redsync::context{}), "unlock");
+  check_no_server_error(m.unlock(redsync::context{}), "unlock");
   REQUIRE(f1.wait_for(3s) == std::future_status::ready);
-  check_all_ok(f1.get(), "first waiter");
+  check_no_server_error(f1.get(), "first waiter");
   CHECK(f2.wait_for(100ms) == std::future_status::timeout);  // the second stays in line
   CHECK(w1.token() > first);
-  check_all_ok(w1.unlock(redsync::context{}), "first waiter's unlock");
+  check_no_server_error(w1.unlock(redsync::context{}), "first waiter's unlock");
   REQUIRE(f2.wait_for(3s) == std::future_status::ready);
-  check_all_ok(f2.get(), "second waiter");
+  check_no_server_error(f2.get(), "second waiter");
   CHECK(w2.token() > w1.token());
-  check_all_ok(w2.unlock(redsync::context{}), "second waiter's unlock");
+  check_no_server_error(w2.unlock(redsync::context{}), "second waiter's unlock");
   CHECK(c.acl_denials() == 0);
 
   // A semaphore: acquire, extend, release, a waiter woken by the release
@@ -131,8 +104,8 @@ void run_main_scenarios(script_mode mode) {
   auto sem =
       rs.new_semaphore(sem_name, 1, {.expiry = 2s, .tries = 1000, .retry_delay = [](int) { return 5000ms; }});
   auto p = sem.acquire(redsync::context::timeout(5s));
-  check_all_ok(p.outcome, "semaphore acquire");
-  check_all_ok(p.permit.extend(), "permit extend");
+  check_no_server_error(p.outcome, "semaphore acquire");
+  check_no_server_error(p.permit.extend(), "permit extend");
   auto waiter = sem.acquire_future(redsync::context::timeout(10s));
   // The waiter was refused once it listens for releases.
   REQUIRE(wait_until(
@@ -143,12 +116,12 @@ void run_main_scenarios(script_mode mode) {
       },
       3s));
   const auto released_at = clock_type::now();
-  check_all_ok(p.permit.release(), "permit release");
+  check_no_server_error(p.permit.release(), "permit release");
   REQUIRE(waiter.wait_for(3s) == std::future_status::ready);
   CHECK(clock_type::now() - released_at < 3s);
   auto woken = waiter.get();
-  check_all_ok(woken.outcome, "semaphore waiter");
-  check_all_ok(woken.permit.release(), "waiter's release");
+  check_no_server_error(woken.outcome, "semaphore waiter");
+  check_no_server_error(woken.permit.release(), "waiter's release");
   CHECK(c.acl_denials() == 0);
 
   // Restart-guard repair: node 0 restarts empty (no record, and no
@@ -177,7 +150,7 @@ void run_main_scenarios(script_mode mode) {
 
 TEST_SUITE("acl") {
   TEST_CASE("docs/acl.md shows the lock user's rules of each script mode word for word") {
-    const std::string doc = read_doc();
+    const std::string doc = read_acl_doc();
     for (const auto mode : {script_mode::eval, script_mode::functions}) {
       const std::string line =
           "ACL SETUSER locker reset on >CHANGE-ME " + redsync::test::lock_acl_rules(mode);

@@ -6,6 +6,7 @@
 // clusters; and users missing one right get a clear reason per member
 // within the bound, not a hang.
 
+#include "acl_checks.hpp"
 #include "fresh_nodes.hpp"
 #include "key_inspection.hpp"
 #include "lock_acl.hpp"
@@ -19,11 +20,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <future>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,19 +29,10 @@
 
 using namespace std::chrono_literals;
 using redsync::detail::cluster_name_slot;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-constexpr const char* acl_user = "locker";
-constexpr const char* acl_password = "locker-secret";
 
 // Three clusters of 2 masters with a replica each, whose only user besides
 // `default` (which forms the cluster and replicates) is `locker` with the
@@ -53,21 +42,18 @@ struct acl_clusters {
   std::vector<std::string> uris;
 
   acl_clusters(const std::vector<std::string>& extra, const std::string& without) {
+    std::vector<std::string> rules = lock_acl_rule_list(redsync::script_mode::eval);
+    rules.insert(rules.end(), cluster_acl_extra.begin(), cluster_acl_extra.end());
+    rules.insert(rules.end(), extra.begin(), extra.end());
+    std::erase(rules, without);
     redsync::test::config server;
     // No diskless sync delay (5 s by default): the replicas link at once.
-    server.extra_args = {"--repl-diskless-sync-delay",   "0", "--user", acl_user, "reset", "on",
-                         std::string(">") + acl_password};
-    std::vector<std::string> rules;
-    for (const auto& p : redsync::test::lock_acl_patterns) rules.push_back(p);
-    for (const auto& c : redsync::test::lock_acl_commands(redsync::script_mode::eval)) rules.push_back(c);
-    for (const auto& c : redsync::test::cluster_acl_extra) rules.push_back(c);
-    rules.insert(rules.end(), extra.begin(), extra.end());
-    for (const auto& r : rules)
-      if (r != without) server.extra_args.push_back(r);
+    server.extra_args = {"--repl-diskless-sync-delay", "0"};
+    for (auto& a : lock_user_args(rules)) server.extra_args.push_back(std::move(a));
     for (int i = 0; i < 3; ++i) {
       members.push_back(
           std::make_unique<redis_cluster>(cluster_config{.masters = 2, .replicas = 1, .server = server}));
-      std::string uri = "redis+cluster://" + std::string(acl_user) + ":" + acl_password + "@";
+      std::string uri = "redis+cluster://" + lock_user_info();
       for (std::size_t n = 0; n < members.back()->size(); ++n)
         uri += (n == 0 ? "" : ",") + (*members.back())[n].address();
       uris.push_back(uri);
@@ -82,22 +68,6 @@ struct acl_clusters {
     return n;
   }
 };
-
-std::string read_acl_doc() {
-  const char* path = std::getenv("REDSYNC_ACL_DOC");
-  REQUIRE_MESSAGE(path != nullptr, "REDSYNC_ACL_DOC (the path of docs/acl.md) is not set");
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void check_no_error(const redsync::result& r, const char* what) {
-  CHECK_MESSAGE(r.ok(), what, ": ", r.describe());
-  for (const auto& n : r.nodes)
-    CHECK_MESSAGE(n.error_class == redsync::server_error::none, what, ": ", n.address, ": ", n.message);
-}
 
 // A name starting with `base` whose slot the master `master` of a 2-master
 // cluster serves.
@@ -129,8 +99,8 @@ TEST_CASE(
   const std::string name = app_name_on_master(base + "a", 0);
 
   auto m = rs.new_mutex(name, {.expiry = 2s});
-  check_no_error(m.lock(redsync::context::timeout(20s)), "lock");
-  check_no_error(m.extend(), "extend");
+  check_no_server_error(m.lock(redsync::context::timeout(20s)), "lock");
+  check_no_server_error(m.extend(), "extend");
   // A waiter with a 20 s retry delay: only the release's sharded wake-up
   // hands it the lock within the bound below.
   auto w = rs.new_mutex(name, {.expiry = 2s, .tries = 100, .retry_delay = [](int) { return 20000ms; }});
@@ -142,23 +112,23 @@ TEST_CASE(
       },
       10s));
   const auto released_at = clock_type::now();
-  check_no_error(m.unlock(redsync::context::timeout(10s)), "unlock");
+  check_no_server_error(m.unlock(redsync::context::timeout(10s)), "unlock");
   REQUIRE(f.wait_for(10s) == std::future_status::ready);
   CHECK(clock_type::now() - released_at < 10s);
-  check_no_error(f.get(), "woken waiter");
-  check_no_error(w.unlock(redsync::context::timeout(10s)), "waiter's unlock");
+  check_no_server_error(f.get(), "woken waiter");
+  check_no_server_error(w.unlock(redsync::context::timeout(10s)), "waiter's unlock");
 
   // Names on both masters of each member: one call per slot group.
   const std::vector<std::string> names{app_name_on_master(base + "b", 0), app_name_on_master(base + "c", 1)};
   auto multi = rs.new_multi_mutex(names, {.expiry = 2s});
-  check_no_error(multi.lock(redsync::context::timeout(20s)), "multi-name lock");
-  check_no_error(multi.unlock(redsync::context::timeout(10s)), "multi-name unlock");
+  check_no_server_error(multi.lock(redsync::context::timeout(20s)), "multi-name lock");
+  check_no_server_error(multi.unlock(redsync::context::timeout(10s)), "multi-name unlock");
 
   // WAIT 1.25 s: generous for a replica on a loaded machine.
   auto durable = rs.new_mutex(app_name_on_master(base + "d", 1),
                               {.expiry = 10s, .timeout_factor = 0.25, .durable_replicas = 1});
-  check_no_error(durable.lock(redsync::context::timeout(20s)), "durable lock");
-  check_no_error(durable.unlock(redsync::context::timeout(10s)), "durable unlock");
+  check_no_server_error(durable.lock(redsync::context::timeout(20s)), "durable lock");
+  check_no_server_error(durable.unlock(redsync::context::timeout(10s)), "durable unlock");
   CHECK(c.acl_denials() == 0);
 }
 

@@ -20,11 +20,7 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::app_loop;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 // The router hands each INFO reply of a cluster member (a connection's
 // handshake, a read_identity) to the engine's listener. An engine destroyed

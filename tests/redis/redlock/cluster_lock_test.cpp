@@ -27,14 +27,7 @@ using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
 using redsync::detail::cluster_record_key;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::three_master_clusters;
-using redsync::test::unique_name;
-using redsync::test::value_on;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 TEST_SUITE_BEGIN("cluster");
 
@@ -259,13 +252,7 @@ TEST_CASE(
 
   redis_cluster& cl = *cls[0];
   const std::uint16_t slot = cluster_name_slot(name);
-  const std::size_t master = cl.owner(slot);
-  const std::size_t replica = master + 3;
-  redis_client old_master(cl[master]);
-  REQUIRE(old_master.command({"WAIT", "1", "5000"}).integer == 1);
-  redis_client promoted(cl[replica]);
-  REQUIRE(promoted.command({"CLUSTER", "FAILOVER"}).str == "OK");
-  REQUIRE(wait_until([&] { return promoted.info_field("replication", "role") == "master"; }, 20s));
+  fail_over_to_replica(cl, cl.owner(slot));
 
   // The promoted master's record names the old one: member 1 is left out of
   // that slot's votes (the lock still comes from the two others) ...

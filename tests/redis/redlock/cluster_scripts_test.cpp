@@ -19,10 +19,7 @@
 #include "wait.hpp"
 
 using namespace redsync::detail;
-using redsync::test::cluster_config;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::router_fixture;
+using namespace redsync::test;
 
 namespace {
 

@@ -29,11 +29,7 @@ using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
 using redsync::detail::cluster_record_key;
 using redsync::detail::key_slot;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 namespace {
 

@@ -24,12 +24,7 @@ using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
 using redsync::detail::cluster_server_mark_key;
-using redsync::test::all_vote;
-using redsync::test::cluster_config;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::short_guard;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 namespace {
 

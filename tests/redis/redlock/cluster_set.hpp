@@ -4,7 +4,11 @@
 
 #include "redis_client.hpp"
 #include "redis_cluster.hpp"
+#include "wait.hpp"
 
+#include <doctest/doctest.h>
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +33,21 @@ inline std::vector<std::unique_ptr<redis_cluster>> three_master_clusters(std::si
 inline std::string value_on(redis_cluster& cl, const std::string& key) {
   redis_client c(cl[cl.owner(redsync::detail::key_slot(key))]);
   return c.get(key).value_or("");
+}
+
+/// Fails master `master` of `cl` (three masters with one replica each: its
+/// replica is node master + 3) over to its replica once the replica has the
+/// master's writes (WAIT, 5 s), and waits (20 s at most) until the replica
+/// reports the master role. Returns the replica's index.
+inline std::size_t fail_over_to_replica(redis_cluster& cl, std::size_t master) {
+  const std::size_t replica = master + 3;
+  redis_client old_master(cl[master]);
+  REQUIRE(old_master.command({"WAIT", "1", "5000"}).integer == 1);
+  redis_client promoted(cl[replica]);
+  REQUIRE(promoted.command({"CLUSTER", "FAILOVER"}).str == "OK");
+  REQUIRE(wait_until([&] { return promoted.info_field("replication", "role") == "master"; },
+                     std::chrono::seconds(20)));
+  return replica;
 }
 
 /// `n` names that start with `base`, each in a slot of its own.

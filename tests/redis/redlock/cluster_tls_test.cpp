@@ -23,14 +23,7 @@
 using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::issued_cert;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::test_ca;
-using redsync::test::tls_server_config;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 TEST_CASE("a lock over TLS cluster members reaches each slot's master on its TLS port") {
   test_ca ca;

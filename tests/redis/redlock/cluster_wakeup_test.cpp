@@ -10,6 +10,7 @@
 // head's refresh is the command timeout plus 250 ms, waiting_line.hpp).
 // Acquiring within 8 s of the release takes a wake-up from a quorum of
 // members.
+#include "cluster_set.hpp"
 #include "fresh_nodes.hpp"
 #include "key_inspection.hpp"
 #include "names.hpp"
@@ -40,13 +41,7 @@ using redsync::detail::cluster_name_slot;
 using redsync::detail::key_slot;
 using redsync::detail::line_key;
 using redsync::detail::release_channel;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -240,15 +235,8 @@ TEST_CASE("functions mode: a waiter over a mixed set (one cluster, two standalon
 
 TEST_CASE("a waiter's subscription follows its slot through a failover, and the waiter is woken") {
   redis_cluster cl(cluster_config{.masters = 3, .replicas = 1});
-  wakeup_after_slot_move(cl, unique_name("cluster-wake-failover"), [&](std::size_t master) {
-    const std::size_t replica = master + 3;
-    redis_client old_master(cl[master]);
-    REQUIRE(old_master.command({"WAIT", "1", "5000"}).integer == 1);
-    redis_client promoted(cl[replica]);
-    REQUIRE(promoted.command({"CLUSTER", "FAILOVER"}).str == "OK");
-    REQUIRE(wait_until([&] { return promoted.info_field("replication", "role") == "master"; }, 20s));
-    return replica;
-  });
+  wakeup_after_slot_move(cl, unique_name("cluster-wake-failover"),
+                         [&](std::size_t master) { return fail_over_to_replica(cl, master); });
 }
 
 TEST_CASE("a waiter's subscription follows its slot to another master after a migration") {

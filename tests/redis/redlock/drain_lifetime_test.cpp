@@ -37,15 +37,7 @@
 
 using namespace std::chrono_literals;
 using redsync::detail::cluster_name_slot;
-using redsync::test::app_loop;
-using redsync::test::cluster;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::names_in_distinct_slots;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 

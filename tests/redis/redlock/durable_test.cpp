@@ -27,13 +27,7 @@ using namespace std::chrono_literals;
 using redsync::detail::cluster_lock_key;
 using redsync::detail::cluster_name_slot;
 using redsync::detail::key_slot;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::redis_server;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 

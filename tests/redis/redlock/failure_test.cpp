@@ -2,6 +2,7 @@
 // the wrong type, or asking for a password; and bad configurations.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -15,22 +16,10 @@
 #include <cstring>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::redis_server;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-bool key_absent_everywhere(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
-  for (std::size_t i : nodes)
-    if (redis_client(c[i]).exists(name)) return false;
-  return true;
-}
 
 redsync::mutex_options quick(redsync::mutex_options o = {}) {
   o.retry_delay = [](int) { return 10ms; };
@@ -70,7 +59,7 @@ TEST_SUITE("failure") {
     CHECK(r.attempts == 3);
     CHECK(r.nodes_with(redsync::node_status::unreachable).size() == 3);
     // The release of the failed attempt was awaited on the responsive nodes.
-    CHECK(key_absent_everywhere(c, name, {1, 3}));
+    CHECK(absent_on(c, name, {1, 3}));
     CHECK_FALSE(m.held());
   }
 
@@ -186,12 +175,12 @@ TEST_SUITE("failure") {
     CHECK(r.nodes_with(redsync::node_status::timeout).size() == 3);
     // tries x (timeout + retry delay), with a generous margin.
     CHECK(took < 3 * (120ms + 10ms) + 1500ms);
-    CHECK(key_absent_everywhere(c, name, {3, 4}));
+    CHECK(absent_on(c, name, {3, 4}));
     c[0].resume();
     c[1].resume();
     c[2].resume();
     // The frozen nodes apply our SETs and then our releases, in that order.
-    CHECK(wait_until([&] { return key_absent_everywhere(c, name, {0, 1, 2, 3, 4}); }, 3s));
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2, 3, 4}); }, 3s));
     for (std::size_t i : {0u, 1u, 2u}) CHECK(redis_client(c[i]).calls("set") >= 1);
   }
 
@@ -213,7 +202,7 @@ TEST_SUITE("failure") {
     CHECK(f.get().error == redsync::errc::cancelled);
     c[0].resume();
     c[1].resume();
-    CHECK(wait_until([&] { return key_absent_everywhere(c, name, {0, 1, 2}); }, 3s));
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2}); }, 3s));
   }
 
   TEST_CASE("unlock reaches every node even when its deadline has already passed") {
@@ -226,7 +215,7 @@ TEST_SUITE("failure") {
     // Either it finished before the deadline timer fired or it reports the
     // deadline; in both cases the keys are gone.
     CHECK((r.ok() || r.error == redsync::errc::deadline_exceeded));
-    CHECK(wait_until([&] { return key_absent_everywhere(c, name, {0, 1, 2}); }, 2s));
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2}); }, 2s));
   }
 
   TEST_CASE("a WRONGTYPE key on one node is a typed error for that node and the others still make a quorum") {
@@ -262,7 +251,7 @@ TEST_SUITE("failure") {
     CHECK(r.error == redsync::errc::no_quorum);
     CHECK(r.nodes_with(redsync::node_status::reply_error).size() == 3);
     // Without the cleanup the key would stay on nodes 0..2 for the full 20 s.
-    CHECK(wait_until([&] { return key_absent_everywhere(c, name, {0, 1, 2, 3, 4}); }, 2s));
+    CHECK(wait_until([&] { return absent_on(c, name, {0, 1, 2, 3, 4}); }, 2s));
   }
 
   TEST_CASE("a node that requires a password: none gives NOAUTH, a wrong one WRONGPASS, for that node only") {

@@ -22,11 +22,7 @@
 
 using namespace std::chrono_literals;
 using redsync::script_mode;
-using redsync::test::cluster;
-using redsync::test::fake_redis;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 namespace {
 

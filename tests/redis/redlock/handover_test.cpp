@@ -19,12 +19,7 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {

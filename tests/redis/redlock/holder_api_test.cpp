@@ -20,10 +20,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 TEST_SUITE("holder api") {

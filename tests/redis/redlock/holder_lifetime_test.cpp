@@ -6,6 +6,7 @@
 // in its own callbacks while its Redsync shuts down, and how often waiters
 // of one Redsync look again.
 
+#include "drop_at_shutdown.hpp"
 #include "fresh_nodes.hpp"
 #include "key_inspection.hpp"
 #include "names.hpp"
@@ -31,13 +32,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::script_calls;
-using redsync::test::semaphore_key;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -282,23 +277,18 @@ TEST_SUITE("holder lifetime") {
   TEST_CASE("a Mutex destroyed in its own extend callback while its Redsync shuts down is released") {
     cluster c(3);
     const auto name = unique_name("r2-drop-in-extend");
-    std::promise<void> destroying;
-    auto destroying_f = destroying.get_future();
-    std::promise<bool> got;
-    auto got_f = got.get_future();
+    drop_at_shutdown drop;
     std::unique_ptr<redsync::Mutex> m;
     {
       redsync::Redsync rs(c.uris(), fresh_nodes());
       m = std::make_unique<redsync::Mutex>(rs.new_mutex(name, {.expiry = 60s, .tries = 1}));
       REQUIRE(m->try_lock({}).ok());
       m->extend_async({}, [&](redsync::result r) {
-        got.set_value(r.ok());
-        destroying_f.wait();
-        std::this_thread::sleep_for(300ms);
+        drop.report_then_wait(r.ok());
         m.reset();  // inside the extension's report, its turn not yet over
       });
-      REQUIRE(got_f.get());
-      destroying.set_value();
+      REQUIRE(drop.reported());
+      drop.destroying();
     }
     for (std::size_t i = 0; i < c.size(); ++i) CHECK_MESSAGE(!redis_client(c[i]).exists(name), "node ", i);
   }
@@ -306,10 +296,7 @@ TEST_SUITE("holder lifetime") {
   TEST_CASE("a permit destroyed in its own extend callback while its Redsync shuts down is released") {
     cluster c(3);
     const auto name = unique_name("r2-permit-drop-in-extend");
-    std::promise<void> destroying;
-    auto destroying_f = destroying.get_future();
-    std::promise<bool> got;
-    auto got_f = got.get_future();
+    drop_at_shutdown drop;
     std::string member;
     std::optional<redsync::permit> p;
     {
@@ -320,13 +307,11 @@ TEST_SUITE("holder lifetime") {
       member = member_of(a.permit);
       p.emplace(std::move(a.permit));
       p->extend_async({}, [&](redsync::result r) {
-        got.set_value(r.ok());
-        destroying_f.wait();
-        std::this_thread::sleep_for(300ms);
+        drop.report_then_wait(r.ok());
         p.reset();
       });
-      REQUIRE(got_f.get());
-      destroying.set_value();
+      REQUIRE(drop.reported());
+      drop.destroying();
     }
     for (std::size_t i = 0; i < c.size(); ++i) {
       redis_client cl(c[i]);

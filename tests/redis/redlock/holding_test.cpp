@@ -25,14 +25,35 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::script_calls;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// `cap` (a max_extensions or max_hold) on a lock of a 600 ms expiry extended
+// every 100 ms; each loss counts in `lost`, the first is reported to `why`.
+redsync::mutex_options capped(redsync::mutex_options cap, std::atomic<int>& lost,
+                              std::promise<redsync::result>& why) {
+  cap.expiry = 600ms;
+  cap.auto_extend = true;
+  cap.auto_extend_interval = 100ms;
+  cap.on_lost = [&lost, &why](const redsync::result& r) {
+    if (++lost == 1) why.set_value(r);
+  };
+  return cap;
+}
+
+// Locks `m` (made with capped()) and waits (3 s at most) until its loss is
+// reported; checks it was held at least 500 ms and is now lost.
+void hold_until_lost(redsync::Mutex& m, const std::atomic<int>& lost) {
+  const auto t0 = clock_type::now();
+  REQUIRE(m.lock(redsync::context{}).ok());
+  REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
+  CHECK(clock_type::now() - t0 >= 500ms);
+  CHECK(m.lost());
+}
+
+}  // namespace
 
 TEST_SUITE("holding") {
   TEST_CASE("auto-extension keeps a 1 s lock alive for 5 s: PTTL never reaches 0 on any node") {
@@ -115,19 +136,9 @@ TEST_SUITE("holding") {
     redsync::Redsync rs(c.uris(), fresh_nodes());
     std::atomic<int> lost{0};
     std::promise<redsync::result> why;
-    auto m = rs.new_mutex(unique_name("cap"), {.expiry = 600ms,
-                                               .auto_extend = true,
-                                               .auto_extend_interval = 100ms,
-                                               .max_extensions = 2,
-                                               .on_lost = [&](const redsync::result& r) {
-                                                 if (++lost == 1) why.set_value(r);
-                                               }});
-    const auto t0 = clock_type::now();
-    REQUIRE(m.lock(redsync::context{}).ok());
-    REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
+    auto m = rs.new_mutex(unique_name("cap"), capped({.max_extensions = 2}, lost, why));
     // Two extensions at ~100 ms and ~200 ms keep it to ~800 ms, then it runs out.
-    CHECK(clock_type::now() - t0 >= 500ms);
-    CHECK(m.lost());
+    hold_until_lost(m, lost);
     // The message names the cap (issue 22 §13: it used to read "lock was
     // lost while held in 0.000 ms"), and `elapsed` is how long it was held.
     const auto r = why.get_future().get();
@@ -144,20 +155,10 @@ TEST_SUITE("holding") {
     redsync::Redsync rs(c.uris(), fresh_nodes());
     std::atomic<int> lost{0};
     std::promise<redsync::result> why;
-    auto m = rs.new_mutex(unique_name("max-hold"), {.expiry = 600ms,
-                                                    .auto_extend = true,
-                                                    .auto_extend_interval = 100ms,
-                                                    .max_hold = 300ms,
-                                                    .on_lost = [&](const redsync::result& r) {
-                                                      if (++lost == 1) why.set_value(r);
-                                                    }});
-    const auto t0 = clock_type::now();
-    REQUIRE(m.lock(redsync::context{}).ok());
-    REQUIRE(wait_until([&] { return lost.load() == 1; }, 3s));
+    auto m = rs.new_mutex(unique_name("max-hold"), capped({.max_hold = 300ms}, lost, why));
     // Extended while under 300 ms of hold, then left to run out: lost after
     // roughly 300 ms + 600 ms, never before the first expiry would have hit.
-    CHECK(clock_type::now() - t0 >= 500ms);
-    CHECK(m.lost());
+    hold_until_lost(m, lost);
     CHECK_FALSE(m.held());
     const auto r = why.get_future().get();
     CHECK(r.reason == "max_hold (300 ms) reached");

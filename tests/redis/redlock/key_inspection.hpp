@@ -1,10 +1,13 @@
-// Test helpers: what a lock's or a semaphore's keys hold on one node, how
-// many scripts the node ran and how many waiters listen, read with a plain
-// client.
+// Test helpers: what a lock's or a semaphore's keys hold on one node (or
+// whether any of several holds a key), how many scripts the node ran and how
+// many waiters listen, read with a plain client.
 #pragma once
 
 #include "redis_client.hpp"
+#include "redis_server.hpp"
 
+#include <cstddef>
+#include <initializer_list>
 #include <string>
 
 namespace redsync::test {
@@ -12,6 +15,21 @@ namespace redsync::test {
 /// Acquire, extend and release script calls the node has served (EVALSHA or EVAL).
 inline long long script_calls(redis_client& c) {
   return c.calls("evalsha") + c.calls("eval");
+}
+
+/// True when none of the nodes `nodes` of `c` holds the key `name`.
+inline bool absent_on(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
+  for (std::size_t i : nodes)
+    if (redis_client(c[i]).exists(name)) return false;
+  return true;
+}
+
+/// True when `name`'s waiting line (the sorted set NAME:redsync-line) holds
+/// exactly `waiters` waiters on every node of `c`.
+inline bool line_on_every_node(cluster& c, const std::string& name, long long waiters) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != waiters) return false;
+  return true;
 }
 
 /// The sorted set that holds a semaphore's permits on a standalone node.

@@ -21,9 +21,7 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 TEST_SUITE("loop lending attack") {
   // The schedule of a defect the review found (fixed in loop_owner::wake_by):

@@ -3,6 +3,7 @@
 // loop's (issue 21 §3). Run under ASan and TSan: nothing may touch the
 // engine after it is gone, and the loop thread must end and be joined.
 
+#include "drop_at_shutdown.hpp"
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
@@ -26,11 +27,7 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 
@@ -158,26 +155,21 @@ TEST_SUITE("lifetime") {
       "a Mutex destroyed in its lock callback while its Redsync shuts down on another thread is released") {
     cluster c(3);
     const auto name = unique_name("drop-mutex-at-shutdown");
-    std::promise<void> destroying;
-    auto destroying_f = destroying.get_future();
-    std::promise<bool> got;
-    auto got_f = got.get_future();
+    drop_at_shutdown drop;
     // Declared before the Redsync, so that only the callback destroys it.
     std::unique_ptr<redsync::Mutex> m;
     {
       redsync::Redsync rs(c.uris(), fresh_nodes());
       m = std::make_unique<redsync::Mutex>(rs.new_mutex(name, {.expiry = 60s, .tries = 1}));
       m->try_lock_async({}, [&](redsync::result r) {
-        got.set_value(r.ok());
+        drop.report_then_wait(r.ok());
         // The Redsync is being destroyed on the test's thread (its shutdown
         // task is queued behind this callback) when the application lets go
         // of the held Mutex.
-        destroying_f.wait();
-        std::this_thread::sleep_for(300ms);
         m.reset();
       });
-      REQUIRE(got_f.get());
-      destroying.set_value();
+      REQUIRE(drop.reported());
+      drop.destroying();
     }  // rs: ~engine marks shutting_down, queues its shutdown, waits for the loop
     // Released before the Redsync was gone, not left for its 60 s expiry.
     for (std::size_t i = 0; i < c.size(); ++i) CHECK_MESSAGE(!redis_client(c[i]).exists(name), "node ", i);

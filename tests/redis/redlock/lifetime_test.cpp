@@ -4,6 +4,7 @@
 
 #include "app_loop.hpp"
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -28,22 +29,10 @@
 #include <thread>
 
 using namespace std::chrono_literals;
-using redsync::test::app_loop;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_server;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-bool absent_on(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
-  for (std::size_t i : nodes)
-    if (redis_client(c[i]).exists(name)) return false;
-  return true;
-}
 
 // Connects every node's pool, so later steps are about the nodes, not about
 // connecting.

@@ -7,6 +7,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "slow_node.hpp"
 #include "tcp_proxy.hpp"
 #include "wait.hpp"
 
@@ -23,12 +24,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::tcp_proxy;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 using reply_kind = redis_client::reply::kind;
 
@@ -71,31 +67,16 @@ TEST_SUITE("line_attack") {
   //     acq#0 (X holds: join) | undo#0 EVALSHA -> NOSCRIPT | acq#1 .. |
   //     X lets go | acq#3 wins (decisive: node 1 won too) | undo#0 EVAL
   //     deletes W's key | ...
-  TEST_CASE(
+  TEST_CASE_FIXTURE(
+      slow_last_node,
       "an unawaited undo answered NOSCRIPT runs after the next attempt's win and deletes the holder's key") {
-    cluster c(3);
-    tcp_proxy slow(c[2].port());
-    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
-                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
     const auto name = unique_name("attack-undo-noscript");
-    redsync::Redsync rs(uris, fresh_nodes());
-    {
-      // Connections and records surveyed; recorded windows (10 s) below the
-      // 30 s expiry below, so every attempt is the acquire script.
-      auto warm = rs.new_mutex(unique_name("attack-undo-warm"), {.expiry = 10s});
-      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
-      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
-    }
+    warm_with_10s_lock(rs, "attack-undo-warm");  // every attempt of the 30 s lock below is the acquire script
     for (std::size_t i = 0; i < 3; ++i)
       REQUIRE(redis_client(c[i]).command({"SET", name, "X", "PX", "60000"}).str == "OK");
-    {
-      // Node 2 lost its script cache; since then some client ran an
-      // acquisition there, but nobody a release.
-      redis_client n2(c[2]);
-      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
-      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(d::acquire_script().source)}).str ==
-              d::acquire_script().sha1);
-    }
+    // Node 2 lost its script cache; since then some client ran an
+    // acquisition there, but nobody a release.
+    flush_scripts_but(c[2], d::acquire_script());
     // Command timeout 1.5 s (30 s * 0.05): a 1.2 s round trip to node 2 fits.
     auto m = rs.new_mutex(name, {.expiry = 30s,
                                  .tries = 1000,

@@ -58,10 +58,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 namespace rd = redsync::detail;
 
 namespace {

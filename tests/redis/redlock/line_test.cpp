@@ -3,6 +3,7 @@
 // whose clock is behind the others'.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
@@ -21,13 +22,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::tcp_proxy;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -156,24 +151,12 @@ TEST_SUITE("line") {
     // The multi-name waiter heads b's line (b is free) but waits for a.
     auto multi = rs.new_multi_mutex({a, b}, {.tries = 100000, .retry_delay = [](int) { return 20ms; }});
     auto multi_done = multi.lock_future(redsync::context::timeout(20s));
-    REQUIRE(wait_until(
-        [&] {
-          for (std::size_t i = 0; i < c.size(); ++i)
-            if (redis_client(c[i]).command({"ZCARD", b + ":redsync-line"}).integer != 1) return false;
-          return true;
-        },
-        3s));
+    REQUIRE(wait_until([&] { return line_on_every_node(c, b, 1); }, 3s));
     // b is reserved for it (rule R), so a newcomer's SET NX on b fails...
     auto newcomer = rs.new_mutex(b, {.tries = 100000, .retry_delay = [](int) { return 20ms; }});
     auto newcomer_done = newcomer.lock_future(redsync::context::timeout(20s));
     // ...and it waits behind the multi-name waiter.
-    REQUIRE(wait_until(
-        [&] {
-          for (std::size_t i = 0; i < c.size(); ++i)
-            if (redis_client(c[i]).command({"ZCARD", b + ":redsync-line"}).integer != 2) return false;
-          return true;
-        },
-        3s));
+    REQUIRE(wait_until([&] { return line_on_every_node(c, b, 2); }, 3s));
     CHECK(newcomer_done.wait_for(200ms) == std::future_status::timeout);
     REQUIRE(holder.unlock(redsync::context{}).ok());
     REQUIRE(multi_done.wait_for(10s) == std::future_status::ready);

@@ -20,10 +20,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 

@@ -21,12 +21,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::clock_offset;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {

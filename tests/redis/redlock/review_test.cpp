@@ -4,9 +4,11 @@
 // test names the code it points at.
 
 #include "fresh_nodes.hpp"
+#include "key_inspection.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "slow_node.hpp"
 #include "tcp_proxy.hpp"
 #include "wait.hpp"
 
@@ -23,12 +25,7 @@
 
 using namespace std::chrono_literals;
 using redsync::script_mode;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::tcp_proxy;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 TEST_SUITE("review") {
   // fast_acquire.hpp / node_trust.hpp promise that a node answering the
@@ -69,32 +66,18 @@ TEST_SUITE("review") {
   // the release (nothing to delete yet), then the EVAL, whose SET wins and
   // stays for a whole expiry although the attempt failed. README: "the
   // attempt is released on every node where our SET may have landed".
-  TEST_CASE("a failed try_lock leaves no key on a slow node whose script cache lacked the acquire script") {
-    cluster c(3);
-    tcp_proxy slow(c[2].port());
-    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
-                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
+  TEST_CASE_FIXTURE(
+      slow_last_node,
+      "a failed try_lock leaves no key on a slow node whose script cache lacked the acquire script") {
     const auto name = unique_name("review-noscript-order");
-    redsync::Redsync rs(uris, fresh_nodes());
-    // Warm the connections and the records with another name and a shorter
-    // expiry: the recorded windows (10 s) stay below the 30 s expiry below,
-    // so that lock's first attempt is the script, not the transaction.
-    {
-      auto warm = rs.new_mutex(unique_name("review-noscript-warm"), {.expiry = 10s});
-      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
-      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
-    }
+    // Warmed with another name and a shorter expiry than the 30 s below.
+    warm_with_10s_lock(rs, "review-noscript-warm");
     // Another holder has the name on nodes 0 and 1 only.
     for (std::size_t i = 0; i < 2; ++i)
       REQUIRE(redis_client(c[i]).command({"SET", name, "someone-else", "PX", "60000"}).str == "OK");
     // Node 2 lost its script cache and has since run a release (any client's),
     // but not yet an acquisition.
-    {
-      redis_client n2(c[2]);
-      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
-      const auto& release = redsync::detail::release_script();
-      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
-    }
+    flush_scripts_but(c[2], redsync::detail::release_script());
     auto m = rs.new_mutex(name, {.expiry = 30s, .tries = 1, .fail_fast = true});
     slow.delay(200ms);
     auto r = m.try_lock(redsync::context::timeout(5s));
@@ -165,13 +148,7 @@ TEST_SUITE("review") {
     redsync::Redsync far(proxied, fresh_nodes({.shutdown_timeout = 0ms}));
     auto head = far.new_mutex(name, {.tries = 100, .retry_delay = [](int) { return 5000ms; }});
     auto waiting = head.lock_future();
-    REQUIRE(wait_until(
-        [&] {
-          for (std::size_t i = 0; i < c.size(); ++i)
-            if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
-          return true;
-        },
-        3s));
+    REQUIRE(wait_until([&] { return line_on_every_node(c, name, 1); }, 3s));
     for (auto& p : proxies) p->stall();  // the head vanishes
     const auto vanished = std::chrono::steady_clock::now();
     REQUIRE(holder.unlock(redsync::context{}).ok());
@@ -198,12 +175,9 @@ TEST_SUITE("review") {
   // the extend script's source, which (set_nx_on_extend) re-creates the key
   // the release had just deleted. README: "an extension never runs after a
   // release".
-  TEST_CASE("an extension answered NOSCRIPT by a slow node never re-creates the key after the unlock") {
-    cluster c(3);
-    tcp_proxy slow(c[2].port());
-    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
-                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
-    redsync::Redsync rs(uris, fresh_nodes());
+  TEST_CASE_FIXTURE(
+      slow_last_node,
+      "an extension answered NOSCRIPT by a slow node never re-creates the key after the unlock") {
     auto m = rs.new_mutex(unique_name("review-noscript-extend"),
                           {.expiry = 30s, .tries = 1, .fail_fast = true, .set_nx_on_extend = true});
     auto locked = m.lock(redsync::context::timeout(5s));
@@ -211,12 +185,7 @@ TEST_SUITE("review") {
     // Node 2 lost its script cache and has since run a release, but not an
     // extension (as after a restart, or an upgrade that changed only the
     // extend script).
-    {
-      redis_client n2(c[2]);
-      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
-      const auto& release = redsync::detail::release_script();
-      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
-    }
+    flush_scripts_but(c[2], redsync::detail::release_script());
     slow.delay(200ms);
     auto extended = m.extend();
     REQUIRE_MESSAGE(extended.ok(), extended.describe());
@@ -236,25 +205,11 @@ TEST_SUITE("review") {
   // The NOSCRIPT ordering with default options: a lock abandoned at its
   // deadline sends its release everywhere (on_abandon) behind the acquire
   // script, and the slow node's NOSCRIPT fallback then runs after it.
-  TEST_CASE("a lock abandoned at its deadline leaves no key on a slow node that had to be sent the script") {
-    cluster c(3);
-    tcp_proxy slow(c[2].port());
-    const std::vector<std::string> uris = {c[0].uri(), c[1].uri(),
-                                           "redis://127.0.0.1:" + std::to_string(slow.port())};
-    redsync::Redsync rs(uris, fresh_nodes());
-    {
-      // Connections and records warmed; recorded windows of 10 s keep the
-      // 30 s lock below on the script.
-      auto warm = rs.new_mutex(unique_name("review-deadline-warm"), {.expiry = 10s});
-      REQUIRE(warm.lock(redsync::context::timeout(5s)).ok());
-      REQUIRE(warm.unlock(redsync::context::timeout(5s)).ok());
-    }
-    {
-      redis_client n2(c[2]);
-      REQUIRE(n2.command({"SCRIPT", "FLUSH"}).str == "OK");
-      const auto& release = redsync::detail::release_script();
-      REQUIRE(n2.command({"SCRIPT", "LOAD", std::string(release.source)}).str == release.sha1);
-    }
+  TEST_CASE_FIXTURE(
+      slow_last_node,
+      "a lock abandoned at its deadline leaves no key on a slow node that had to be sent the script") {
+    warm_with_10s_lock(rs, "review-deadline-warm");  // the 30 s lock below stays on the script
+    flush_scripts_but(c[2], redsync::detail::release_script());
     auto m = rs.new_mutex(unique_name("review-noscript-deadline"), {.expiry = 30s});
     slow.delay(200ms);
     // Nodes 0 and 1 say yes at once; node 2's NOSCRIPT takes ~400 ms.
@@ -289,13 +244,7 @@ TEST_SUITE("review") {
       REQUIRE(holder.lock(redsync::context::timeout(5s)).ok());
       auto waiter = rs.new_mutex(name, {.tries = 1000, .retry_delay = [](int) { return 1000ms; }});
       auto waiting = waiter.lock_future(redsync::context::timeout(20s));
-      REQUIRE(wait_until(
-          [&] {
-            for (std::size_t i = 0; i < c.size(); ++i)
-              if (redis_client(c[i]).command({"ZCARD", name + ":redsync-line"}).integer != 1) return false;
-            return true;
-          },
-          3s));
+      REQUIRE(wait_until([&] { return line_on_every_node(c, name, 1); }, 3s));
       for (std::size_t i = 0; i < c.size(); ++i)
         REQUIRE(redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "1"}).str == "OK");
       auto released = holder.unlock(redsync::context::timeout(5s));

@@ -14,8 +14,7 @@
 #include <utility>
 #include <vector>
 
-using redsync::test::redis_client;
-using redsync::test::redis_server;
+using namespace redsync::test;
 
 TEST_SUITE("scripts") {
   TEST_CASE("every script's id is the SHA1 that SCRIPT LOAD returns for its source") {

@@ -3,6 +3,7 @@
 // shows a bug still present is marked may_fail, with the bug named in its
 // comment, so the suite stays green until the lead fixes it.
 
+#include "drop_at_shutdown.hpp"
 #include "fresh_nodes.hpp"
 #include "key_inspection.hpp"
 #include "names.hpp"
@@ -21,14 +22,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::permits_on;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::script_calls;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -270,22 +264,17 @@ TEST_SUITE("semaphore attack") {
   TEST_CASE("a permit dropped by its acquire callback while the Redsync shuts down is still released") {
     cluster c(3);
     const auto name = unique_name("sem-attack-shutdown-drop");
-    std::promise<void> destroying;
-    auto destroying_f = destroying.get_future();
-    std::promise<bool> got;
-    auto got_f = got.get_future();
+    drop_at_shutdown drop;
     {
       redsync::Redsync rs(c.uris(), fresh_nodes());
       auto sem = rs.new_semaphore(name, 1, {.expiry = 60s, .tries = 1});
       sem.try_acquire_async({}, [&](redsync::acquire_result r) {
-        got.set_value(r.ok());
+        drop.report_then_wait(r.ok());
         // The application decides it no longer needs the permit, just as
         // the Redsync goes away on another thread.
-        destroying_f.wait();
-        std::this_thread::sleep_for(300ms);
       });  // r (and its permit) is destroyed here
-      REQUIRE(got_f.get());
-      destroying.set_value();
+      REQUIRE(drop.reported());
+      drop.destroying();
     }  // sem, then rs: ~engine marks shutting_down and waits for the loop
     for (std::size_t i = 0; i < c.size(); ++i) {
       CAPTURE(i);

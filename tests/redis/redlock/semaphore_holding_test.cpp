@@ -21,13 +21,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::script_calls;
-using redsync::test::semaphore_key;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {

@@ -15,15 +15,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::config;
-using redsync::test::fresh_nodes;
-using redsync::test::issued_cert;
-using redsync::test::prime_records;
-using redsync::test::redis_client;
-using redsync::test::test_ca;
-using redsync::test::tls_server_config;
-using redsync::test::unique_name;
+using namespace redsync::test;
 
 namespace {
 

@@ -24,14 +24,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using redsync::test::cluster;
-using redsync::test::fake_config;
-using redsync::test::fake_redis;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
-using redsync::test::waiter_channels;
+using namespace redsync::test;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -40,9 +33,6 @@ namespace {
 // without its key and channel patterns.
 const std::vector<std::string> lock_user_commands =
     redsync::test::lock_acl_commands(redsync::script_mode::eval);
-
-constexpr const char* locker_user = "locker";
-constexpr const char* locker_password = "locker-secret";
 
 std::vector<std::string> without(std::vector<std::string> rights, const std::string& right) {
   rights.erase(std::remove(rights.begin(), rights.end(), right), rights.end());
@@ -57,14 +47,13 @@ struct acl_cluster {
 
   explicit acl_cluster(const std::vector<std::string>& commands = lock_user_commands) {
     for (std::size_t i = 0; i < servers.size(); ++i) {
-      std::vector<std::string> argv = {
-          "ACL",    "SETUSER",       locker_user,         "reset", "on", std::string(">") + locker_password,
-          "~app:*", "~redsync:node", "&redsync:release:*"};
+      std::vector<std::string> argv = {"ACL",   "SETUSER", lock_user,
+                                       "reset", "on",      std::string(">") + lock_user_password};
+      argv.insert(argv.end(), {"~app:*", "~redsync:node", "&redsync:release:*"});
       argv.insert(argv.end(), commands.begin(), commands.end());
       const auto r = redis_client(servers[i]).command(argv);
       REQUIRE_MESSAGE(r.type == redis_client::reply::kind::status, r.str);
-      uris.push_back(std::string("redis://") + locker_user + ":" + locker_password + "@" +
-                     servers[i].address());
+      uris.push_back("redis://" + lock_user_info() + servers[i].address());
     }
   }
 

@@ -19,11 +19,7 @@ using redsync::detail::command_result;
 using redsync::detail::key_slot;
 using redsync::detail::slot_map;
 using redsync::detail::transport_status;
-using redsync::test::cluster_config;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::router_fixture;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 

@@ -37,14 +37,7 @@ using redsync::detail::command_result;
 using redsync::detail::key_slot;
 using redsync::detail::pool_event;
 using redsync::detail::transport_status;
-using redsync::test::app_loop;
-using redsync::test::cluster_config;
-using redsync::test::fresh_nodes;
-using redsync::test::redis_client;
-using redsync::test::redis_cluster;
-using redsync::test::router_fixture;
-using redsync::test::unique_name;
-using redsync::test::wait_until;
+using namespace redsync::test;
 
 namespace {
 

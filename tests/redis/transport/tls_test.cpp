@@ -43,13 +43,7 @@ using redsync::detail::event_loop;
 using redsync::detail::node_pool;
 using redsync::detail::reply;
 using redsync::detail::transport_status;
-using redsync::test::cert_request;
-using redsync::test::config;
-using redsync::test::issued_cert;
-using redsync::test::redis_client;
-using redsync::test::redis_server;
-using redsync::test::test_ca;
-using redsync::test::tls_server_config;
+using namespace redsync::test;
 using std::chrono::steady_clock;
 
 namespace {

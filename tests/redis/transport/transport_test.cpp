@@ -31,10 +31,7 @@ using redsync::detail::event_loop;
 using redsync::detail::node_pool;
 using redsync::detail::reply;
 using redsync::detail::transport_status;
-using redsync::test::config;
-using redsync::test::redis_client;
-using redsync::test::redis_server;
-using redsync::test::wait_until;
+using namespace redsync::test;
 using std::chrono::steady_clock;
 
 namespace {

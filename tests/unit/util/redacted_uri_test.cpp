@@ -1,4 +1,5 @@
 #include "util/redacted_uri.hpp"
+#include "node_uri_error.hpp"
 
 #include <redsync/error.hpp>
 #include <redsync/options.hpp>
@@ -11,6 +12,7 @@
 using redsync::config_error;
 using redsync::node_options;
 using redsync::detail::redacted_uri;
+using redsync::test::node_uri_error;
 
 // Issue 26: every form that may carry a password is masked in what error
 // messages show, whatever its case or percent-encoding, and user info that
@@ -19,18 +21,6 @@ using redsync::detail::redacted_uri;
 // the secret is left in the message.
 
 namespace {
-
-// The message of the config_error that parsing `uri` throws; fails the test
-// when nothing (or something else) is thrown.
-std::string node_uri_error(std::string_view uri) {
-  try {
-    node_options::parse(uri);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  FAIL_CHECK("no config_error for \"", std::string(uri), "\"");
-  return {};
-}
 
 // The whole URI as error messages show it, as the parser reads it.
 std::string shown(std::string_view uri) {
