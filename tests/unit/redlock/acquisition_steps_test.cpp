@@ -186,7 +186,8 @@ void fire_out_of_turn(acquisition_steps& m, const event& e, std::size_t nodes, c
   REQUIRE_FALSE(in_turn(e, before));
   const int tries = m.tries_counted();
   const bool in_flight = m.round_in_flight();
-  CAPTURE(e.name);
+  const std::string event_name = e.name;  // a const char* would be shown as an address
+  CAPTURE(event_name);
   CAPTURE(static_cast<int>(before));
   CHECK(e.fire(m, nodes, now).what == kind::nothing);
   CHECK(m.current() == before);
