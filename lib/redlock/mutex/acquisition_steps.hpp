@@ -164,6 +164,10 @@ class acquisition_steps {
   step undo_failed_attempt(errc why);
   std::chrono::milliseconds until_try_due(clock::time_point now) const;
 
+  // The network-free test starts a machine near the unlimited_tries cap,
+  // which driving there would take 2^31 attempts (acquisition_steps_test.cpp).
+  friend struct acquisition_steps_test_access;
+
   const acquisition_rules rules_;
   phase phase_ = phase::not_started;
   int tries_ = 0;

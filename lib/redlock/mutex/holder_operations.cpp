@@ -10,6 +10,7 @@
 #include "redlock/scripts/script_answers.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 namespace redsync::detail {
@@ -19,6 +20,16 @@ using holder_kind = holder_step::kind;
 namespace {
 
 using std::chrono::microseconds;
+
+// What a call reports when it stops on `s`. Only a finish step carries a
+// verdict; any other step where the driver expected one of its own means
+// the steps answered out of turn (a bug): never success, which would claim
+// a quorum nobody gave. no_quorum claims nothing about who holds the lock,
+// and leaves a retried unlock possible.
+errc verdict_of(const holder_step& s) {
+  assert(s.what == holder_kind::finish);
+  return s.what == holder_kind::finish ? s.error : errc::no_quorum;
+}
 
 holder_rules holder_rules_of(const mutex_state& st, const engine& eng, holder_call call,
                              std::chrono::milliseconds duration, microseconds drift) {
@@ -72,7 +83,7 @@ class release_operation final : public mutex_operation {
   void start() override {
     let_go();
     const auto next = steps_.start(clock::now(), ctx_.deadline, {.has_value = st_->has_value(true)});
-    if (next.what == holder_kind::finish) return finish(next.error);
+    if (next.what != holder_kind::send_release) return finish(verdict_of(next));
     in_round_ = true;
     round_spec spec = release_round(*st_);
     spec.send = retried_release_sender(*st_);
@@ -85,11 +96,11 @@ class release_operation final : public mutex_operation {
   void on_released(tally&& t) {
     last_ = std::move(t);
     const auto done = steps_.on_released(last_, st_->lost.stop_requested());
-    if (done.mark_released) {
+    if (done.what == holder_kind::finish && done.mark_released) {
       std::lock_guard lk(st_->mu);
       st_->released = true;
     }
-    finish(done.error);
+    finish(verdict_of(done));
   }
 
   // The caller lets go: from here held() is false, whatever the release's
@@ -148,7 +159,7 @@ class holder_round final : public mutex_operation {
 
   void start() override {
     const auto next = steps_.start(clock::now(), ctx_.deadline, facts());
-    if (next.what == holder_kind::finish) return finish(next.error);
+    if (next.what != holder_kind::prepare_round) return finish(verdict_of(next));
     if (extends()) {
       if (!st_->extend_call) {
         st_->extend_call =
@@ -178,7 +189,9 @@ class holder_round final : public mutex_operation {
     attempts_ = 1;
     // A shorter TTL than the keys have: the validity is cut before anything
     // is sent (holder_steps.cpp says why).
-    if (const auto send = steps_.on_round_ready(clock::now()); send.cut_validity) {
+    const auto send = steps_.on_round_ready(clock::now());
+    if (send.what != holder_kind::send_round) return finish(verdict_of(send));
+    if (send.cut_validity) {
       std::lock_guard lk(st_->mu);
       st_->until = std::min(st_->until, send.valid_until);
     }
@@ -203,8 +216,8 @@ class holder_round final : public mutex_operation {
       }
       next = steps_.on_validity_set(lost);
     }
-    if (next.release_everywhere) release_everywhere_retried(*st_);
-    finish(next.error);
+    if (next.what == holder_kind::finish && next.release_everywhere) release_everywhere_retried(*st_);
+    finish(verdict_of(next));
   }
 
   // A check is not counted, nor an automatic extension that found the

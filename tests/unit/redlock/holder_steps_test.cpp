@@ -28,9 +28,11 @@ const clock_type::time_point t0 = clock_type::time_point{} + 24h;
 constexpr auto expiry = 1000ms;
 const auto drift_allowance = drift(expiry, 0.01);
 
+// excluded: a node that said yes but does not vote (twin node names, the
+// restart guard) counts as unusable, never as a yes.
 constexpr std::array all_answers{node_status::ok,          node_status::taken,   node_status::missing,
                                  node_status::reply_error, node_status::timeout, node_status::unreachable,
-                                 node_status::not_awaited};
+                                 node_status::not_awaited, node_status::excluded};
 
 tally tally_of(const std::vector<node_status>& answers) {
   tally t;
@@ -43,6 +45,7 @@ tally tally_of(const std::vector<node_status>& answers) {
       case node_status::ok: ++t.ok; break;
       case node_status::taken: ++t.taken; break;
       case node_status::missing: ++t.missing; break;
+      case node_status::excluded: ++t.excluded; break;
       case node_status::not_awaited: ++t.pending; break;
       default: ++t.failed; break;
     }
