@@ -119,7 +119,7 @@ class asio_operation : public std::enable_shared_from_this<asio_operation<Result
   // noexcept: nothing may throw across the loop's callbacks, and a post
   // fails only when memory runs out.
   void complete(Result r) noexcept {
-    net::post(work_,
+    net::post(*work_,
               [self = this->shared_from_this(), r = std::move(r)]() mutable { self->deliver(std::move(r)); });
   }
 
@@ -133,19 +133,23 @@ class asio_operation : public std::enable_shared_from_this<asio_operation<Result
   // On the handler's executor, where its slot is used: the slot is let go
   // before the handler runs, so a cancellation emitted from now on reaches
   // nothing (the call has finished: the result stands). The handler and the
-  // tracked work leave the shared state here, not where the last reference
-  // happens to be dropped (possibly the loop thread).
+  // tracked work are destroyed here, moved-from remains included: the last
+  // reference to this state may be dropped later on the loop thread, after
+  // the executor's context is gone (a moved-from executor_binder still holds
+  // a copy of its strand, whose destructor locks the context's service).
   void deliver(Result r) {
     abandon();
-    Handler handler(std::move(handler_));
-    const auto work = std::move(work_);
+    Handler handler(std::move(*handler_));
+    handler_.reset();
+    const work_executor work(std::move(*work_));
+    work_.reset();
     std::move(handler)(std::move(r));
   }
 
-  work_executor work_;
+  std::optional<work_executor> work_;
   slot_type slot_;
   std::optional<std::stop_callback<forward_stop>> forward_;
-  Handler handler_;
+  std::optional<Handler> handler_;
 };
 
 // The initiation given to async_initiate: starts the library's call
