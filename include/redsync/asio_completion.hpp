@@ -9,7 +9,13 @@
 #include <redsync/context.hpp>
 #include <redsync/export.hpp>
 
+// The version first: an older Asio lacks the headers below, and the message
+// should say why.
 #if defined(REDSYNC_ASIO_USE_BOOST)
+#include <boost/asio/version.hpp>
+#if BOOST_ASIO_VERSION < 102200
+#error "redsync/asio.hpp needs Boost.Asio 1.22 or later (Boost 1.78): per-operation cancellation slots"
+#endif
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -17,11 +23,11 @@
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
-#include <boost/asio/version.hpp>
-#if BOOST_ASIO_VERSION < 102200
-#error "redsync/asio.hpp needs Boost.Asio 1.22 or later (Boost 1.78): per-operation cancellation slots"
-#endif
 #else
+#include <asio/version.hpp>
+#if ASIO_VERSION < 102200
+#error "redsync/asio.hpp needs Asio 1.22 or later (Debian: libasio-dev): per-operation cancellation slots"
+#endif
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
@@ -29,10 +35,6 @@
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>
-#include <asio/version.hpp>
-#if ASIO_VERSION < 102200
-#error "redsync/asio.hpp needs Asio 1.22 or later (Debian: libasio-dev): per-operation cancellation slots"
-#endif
 #endif
 
 #include <memory>
