@@ -234,6 +234,39 @@ TEST_SUITE("asio") {
     CHECK(m.unlock(redsync::context{}).ok());
   }
 
+  TEST_CASE("a cancelled permit acquisition reports cancelled and leaves only the holder's permit") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("asio-sem-cancel");
+    auto sem = rs.new_semaphore(name, 1, {.tries = redsync::unlimited_tries, .retry_delay = 1s});
+    auto held = sem.acquire(redsync::context::timeout(5s));
+    REQUIRE_MESSAGE(held.ok(), held.describe());
+    asio::io_context io;
+    asio::cancellation_signal cancel;
+    asio::steady_timer soon(io, 300ms);
+    soon.async_wait([&](std::error_code) { cancel.emit(asio::cancellation_type::terminal); });
+    std::optional<redsync::acquire_result> outcome;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          outcome = co_await redsync::async_acquire(
+              sem, {}, asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+        },
+        asio::detached);
+    io.run();
+    REQUIRE(outcome);
+    CHECK_MESSAGE(outcome->outcome.is(redsync::errc::cancelled), outcome->describe());
+    CHECK_FALSE(outcome->permit.held());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      CAPTURE(i);
+      redis_client n(c[i]);
+      CHECK(wait_until([&] { return permits_on(n, name) == 1; }, 5s));
+    }
+    REQUIRE(held.permit.release().ok());
+    auto next = sem.try_acquire({});
+    CHECK_MESSAGE(next.ok(), next.describe());
+  }
+
   TEST_CASE("a coroutine acquires a semaphore permit and releases it") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
