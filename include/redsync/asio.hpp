@@ -48,8 +48,9 @@
 ///   and stop token keep working alongside. The slot is cleared on the
 ///   handler's executor before the handler runs; emit from that executor.
 /// - needs the `Mutex`, `Semaphore` or `permit` to outlive the operation
-///   (with `deferred`, until it has run), and the executor's context to keep
-///   running until it completes. No thread, and no copy of the object, per
+///   (with `deferred`, until it has run), and the executor's execution
+///   context to stay alive until it completes (the completion is posted to
+///   it from the loop thread). No thread, and no copy of the object, per
 ///   call: one small shared block holds the handler between the library's
 ///   callback and the post.
 
