@@ -10,13 +10,22 @@ import subprocess
 import sys
 
 include, compiler = pathlib.Path(sys.argv[1]), sys.argv[2:]
+# The opt-in Asio headers are checked where Asio is installed (CI: libasio-dev).
+has_asio = subprocess.run(compiler + ["-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
+                          input="#include <asio/version.hpp>\n", capture_output=True, text=True).returncode == 0
 failures = []
 for header in sorted((include / "redsync").glob("*.hpp")):
     if header.name == "fmt.hpp":  # needs {fmt} on the include path; covered through error.hpp
         continue
+    if header.name in ("asio.hpp", "asio_completion.hpp") and not has_asio:
+        print(f"needs_cxx20: {header.name} skipped: no <asio/version.hpp>")
+        continue
     source = f"#include <redsync/{header.name}>\n"
     for std, must_fail in (("c++17", True), ("c++20", False)):
-        run = subprocess.run(compiler + [f"-std={std}", "-fsyntax-only", f"-I{include}", "-x", "c++", "-"],
+        # Below C++20 only the first error counts: stop there (what follows
+        # it, Asio's headers for asio.hpp, would take seconds to parse).
+        fatal = ["-Wfatal-errors"] if must_fail else []
+        run = subprocess.run(compiler + [f"-std={std}", "-fsyntax-only", *fatal, f"-I{include}", "-x", "c++", "-"],
                              input=source, capture_output=True, text=True)
         errors = [line for line in run.stderr.splitlines() if " error: " in line]
         if must_fail:
