@@ -86,7 +86,7 @@ round_sender acquisition::fast_sender(round_sender script) {
       const bool lost = r.status == transport_status::ok && r.value.type == reply::kind::nil;
       const auto left = a.st_->timeout - r.latency;
       if (!lost || !a.blocking_ || a.finished() || a.rounds_reported_ != round ||
-          left <= microseconds::zero())
+          left <= std::chrono::microseconds::zero())
         return done(std::move(r));
       a.line_->on_script_sent(i);
       send_script(
