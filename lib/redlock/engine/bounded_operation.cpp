@@ -12,10 +12,16 @@ bounded_operation::bounded_operation(engine& eng, context ctx)
     : eng_(eng), ctx_(std::move(ctx)), started_at_(clock::now()) {}
 
 // In that order: once posted, the loop may finish the operation and reset
-// stop_cb_ at any moment, so the caller's thread must be done with it.
+// stop_cb_ at any moment, so the caller's thread must be done with it. A
+// token stopped already (or stopped by another thread meanwhile) runs the
+// canceller inside emplace(), and its post can reach the loop first: hence
+// stop_mu_.
 void bounded_operation::submit() {
   auto self = shared_from_this();
-  if (ctx_.stop.stop_possible()) stop_cb_.emplace(ctx_.stop, canceller{self, &eng_.loop()});
+  if (ctx_.stop.stop_possible()) {
+    std::lock_guard lk(stop_mu_);
+    stop_cb_.emplace(ctx_.stop, canceller{self, &eng_.loop()});
+  }
   eng_.loop().post([self] { self->on_posted(); });
 }
 
@@ -72,8 +78,12 @@ void bounded_operation::finish(errc why, std::string reason) {
   r.elapsed = duration_cast<microseconds>(clock::now() - started_at_);
   r.reason = std::move(reason);
   // The stop callback may be running on another thread right now; its
-  // destructor waits for it, and it only posts, so this cannot deadlock.
-  stop_cb_.reset();
+  // destructor waits for it, and it only posts (never takes stop_mu_), so
+  // this cannot deadlock.
+  {
+    std::lock_guard lk(stop_mu_);
+    stop_cb_.reset();
+  }
   report(std::move(r));
 }
 

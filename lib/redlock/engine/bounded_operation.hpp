@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -98,6 +99,12 @@ class bounded_operation : public loop_task, public std::enable_shared_from_this<
   const clock::time_point started_at_;
   std::shared_ptr<bounded_operation> self_;
   std::optional<std::stop_callback<canceller>> stop_cb_;
+  // Guards stop_cb_: the caller's thread sets it in submit() while the loop
+  // may already finish the operation and reset it. A token stopped before
+  // the call runs the canceller inside the constructor, which posts the
+  // cancellation before emplace() has returned (TSan saw the loop thread's
+  // reset race with it).
+  std::mutex stop_mu_;
   loop_timer* deadline_timer_ = nullptr;
   bool registered_ = false;
   bool finished_ = false;
