@@ -124,7 +124,7 @@ void classify(const reply& r) {
   if (answer && answer->stored_permits) check(granted == node_status::reply_error, "a mismatch counted");
   // EXEC's answer to the acquisition transaction: a yes only where SET won,
   // and then in the script's shape.
-  const reply fast = fast_acquire_answer(r);
+  const reply fast = fast_acquire_answer(reply(r));  // a copy: r is checked against it below
   if (classify_acquire(fast) == node_status::ok) {
     check(r.type == reply::kind::array && r.elements.size() == 4 && r.elements[0].type == reply::kind::status,
           "a transaction counted as a yes without a won SET");
