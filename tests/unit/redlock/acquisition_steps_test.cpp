@@ -4,6 +4,8 @@
 // exhaustively for one attempt and in seeded random orders for whole runs,
 // with the invariants checked on every step the machine answers.
 
+#include "tally_count.hpp"
+
 #include <doctest/doctest.h>
 
 #include "redlock/mutex/acquisition_steps.hpp"
@@ -57,18 +59,7 @@ constexpr std::array all_answers{node_status::ok,          node_status::taken,  
 tally tally_of(const std::vector<node_status>& answers, const std::vector<long long>& counters = {}) {
   tally t;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    redsync::node_result r;
-    r.status = answers[i];
-    t.nodes.push_back(r);
-    t.integers.push_back(i < counters.size() ? counters[i] : 7);
-    switch (answers[i]) {
-      case node_status::ok: ++t.ok; break;
-      case node_status::taken: ++t.taken; break;
-      case node_status::missing: ++t.missing; break;
-      case node_status::excluded: ++t.excluded; break;
-      case node_status::not_awaited: ++t.pending; break;
-      default: ++t.failed; break;
-    }
+    redsync::test::count_answer(t, answers[i], i < counters.size() ? counters[i] : 7);
   }
   return t;
 }

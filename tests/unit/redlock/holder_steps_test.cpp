@@ -3,6 +3,8 @@
 // its own) and check, over every answer of 1 to 5 nodes, every state of
 // the mutex when the call's turn comes, and the validity's edge.
 
+#include "tally_count.hpp"
+
 #include <doctest/doctest.h>
 
 #include "redlock/mutex/failure_reasons.hpp"
@@ -37,18 +39,7 @@ constexpr std::array all_answers{node_status::ok,          node_status::taken,  
 tally tally_of(const std::vector<node_status>& answers) {
   tally t;
   for (const auto a : answers) {
-    redsync::node_result r;
-    r.status = a;
-    t.nodes.push_back(r);
-    t.integers.push_back(0);
-    switch (a) {
-      case node_status::ok: ++t.ok; break;
-      case node_status::taken: ++t.taken; break;
-      case node_status::missing: ++t.missing; break;
-      case node_status::excluded: ++t.excluded; break;
-      case node_status::not_awaited: ++t.pending; break;
-      default: ++t.failed; break;
-    }
+    redsync::test::count_answer(t, a, 0);
   }
   return t;
 }
