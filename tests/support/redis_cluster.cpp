@@ -185,6 +185,36 @@ std::size_t redis_cluster::owner(std::uint16_t slot, std::size_t asked) const {
                            std::to_string(slot));
 }
 
+std::string redis_cluster::describe(std::uint16_t slot) const {
+  std::string out;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    const redis_server& s = *servers_[i];
+    out += "node " + std::to_string(i) + " (" + s.address() + ", id " + ids_.at(i).substr(0, 8) + "): ";
+    if (!s.running()) {
+      out += "stopped\n";
+      continue;
+    }
+    if (s.paused()) {
+      out += "paused\n";
+      continue;
+    }
+    try {
+      redis_client c(s, {.timeout = 1000ms});
+      out += "role " + c.info_field("replication", "role") + ", link " +
+             c.info_field("replication", "master_link_status") + ", slot " + std::to_string(slot) + " at ";
+      try {
+        out += "node " + std::to_string(owner(slot, i));
+      } catch (const std::runtime_error&) {
+        out += "nobody";
+      }
+      out += "\n" + c.command({"CLUSTER", "NODES"}).str;
+    } catch (const std::runtime_error& e) {
+      out += std::string("no answer: ") + e.what() + "\n";
+    }
+  }
+  return out;
+}
+
 bool redis_cluster::wait_ok(std::chrono::milliseconds bound) const {
   return wait_until(
       [&] {

@@ -58,6 +58,12 @@ class redis_cluster {
   /// the node is down, the same owner for every slot; false after `bound`.
   bool wait_ok(std::chrono::milliseconds bound) const;
 
+  /// What each node says now, for a failure message: whether it is paused,
+  /// its role and replication link, who it says serves `slot`, and its
+  /// CLUSTER NODES view (epochs and flags of every node). Never throws; a
+  /// node that does not answer says so.
+  std::string describe(std::uint16_t slot) const;
+
   /// The live resharding of one slot, in the steps Redis documents:
   /// `to` IMPORTING from `from`, `from` MIGRATING to `to` ...
   void begin_migration(std::uint16_t slot, std::size_t from, std::size_t to);
