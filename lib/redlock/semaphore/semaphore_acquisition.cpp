@@ -19,7 +19,9 @@
 // no wake-up chain: every announcement comes from a release or from a
 // self-scheduled attempt, whose rate the callers choose (a call's first
 // attempt, then at most two per retry delay: the attempt and one on another
-// open slot), and a failed woken attempt announces nothing.
+// open slot), and a failed woken attempt announces nothing. A waiter whose
+// attempts fail for want of counted votes, not only because permits are
+// held, is woken at most once per try: a release may not help it.
 // Each attempt uses a fresh permit id, so an undo or a late answer of one
 // attempt can never touch the permit of another.
 
@@ -111,6 +113,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       // of it: it never overflows, and the tries never run out.
       if (attempts_ < unlimited_tries - 1) ++attempts_;
       switched_slot_ = false;
+      woken_this_try_ = 0;
       milliseconds delay{0};
       if (attempts_ < max_tries_) {
         std::uniform_int_distribution<int> d(50, 249);  // [50 ms, 250 ms), as the mutex
@@ -222,9 +225,24 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
           fmt::format("semaphore \"{}\": this Semaphore was made with {} permits, but {} (the number "
                       "its live holders agreed on)",
                       st_->name, st_->permits, reason));
+    // A release can only help an attempt that held permits refused. When
+    // the counted yeses and the refusals for a held permit fall short of a
+    // quorum (nodes down, or yeses excluded by the restart guard or the
+    // failover check), no release or other slot would have made it; when
+    // some yes was excluded, a release may not either. Then wake-ups are
+    // rationed to one per try, until an attempt on the client's own
+    // schedule is refused by held permits alone: otherwise every
+    // self-scheduled undo would wake every other waiter for a free attempt
+    // that fails the same way (16 waiters on nodes in their guard window:
+    // 6.6 acquire scripts per counted try).
+    const bool releases_can_help = last_.ok + last_.taken >= st_->quorum;
+    if (!releases_can_help || last_.excluded > 0)
+      rationed_ = true;
+    else if (!woken_)
+      rationed_ = false;
     // Refused for the slot only, while the answers show another slot that
     // a quorum of nodes could grant: try it at once (once per try).
-    const auto open = open_slot();
+    const std::optional<std::uint32_t> open = releases_can_help ? open_slot() : std::nullopt;
     if (open && !switched_slot_) {
       switched_slot_ = true;
       slot_ = *open;
@@ -242,7 +260,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       if (missed) looked_after_subscribing_ = true;
     }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    if (missed || heard_.size() >= st_->quorum) return wake();
+    if (may_wake() && (missed || heard_.size() >= st_->quorum)) return wake();
     const auto now = clock::now();
     const auto left = now >= try_due_ ? microseconds::zero() : duration_cast<microseconds>(try_due_ - now);
     retry_timer_->start(left, [this] {
@@ -304,12 +322,15 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     return best[d(eng_.rng())];
   }
 
+  bool may_wake() const { return !rationed_ || woken_this_try_ == 0; }
+
   void wake() {
-    if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_) return;
+    if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_ || !may_wake()) return;
     if (freed_slot_) slot_ = *freed_slot_;
     std::uniform_int_distribution<std::int64_t> d(0, duration_cast<microseconds>(wake_spread).count());
     retry_timer_->start(microseconds{d(eng_.rng())}, [this] {
       woken_ = true;
+      ++woken_this_try_;
       attempt();
     });
   }
@@ -358,6 +379,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   bool looked_after_subscribing_ = false;
   bool switched_slot_ = false;  // this try already moved to an open slot
   bool woken_ = false;          // the current attempt was made because releases were heard
+  bool rationed_ = false;       // one woken attempt per try (see failed())
+  int woken_this_try_ = 0;      // woken attempts since the last counted try
 };
 
 }  // namespace
