@@ -31,7 +31,8 @@ const redsync::context none{};
 long long lock_commands(const redis_server& s) {
   redis_client cl(s);
   long long n = 0;
-  for (const char* cmd : {"evalsha", "eval", "fcall", "set", "multi", "exec", "pexpire", "del"}) n += cl.calls(cmd);
+  for (const char* cmd : {"evalsha", "eval", "fcall", "set", "multi", "exec", "pexpire", "del"})
+    n += cl.calls(cmd);
   return n;
 }
 
@@ -193,7 +194,8 @@ TEST_SUITE("reentrant") {
     check_keys(c, name, std::nullopt);
   }
 
-  TEST_CASE("a re-entry after auto-extension reported the lock lost fails with lost, and the next lock is new") {
+  TEST_CASE(
+      "a re-entry after auto-extension reported the lock lost fails with lost, and the next lock is new") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("lost");
