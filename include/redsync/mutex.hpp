@@ -56,8 +56,9 @@ struct mutex_state;
 /// Thread safety: a `Mutex` is one holder; give each thread that contends for
 /// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
 /// serialized internally, so concurrent calls do not corrupt it, but they act
-/// as the same holder. Blocking calls may be made from any thread except the
-/// loop thread of an application-owned loop.
+/// as the same holder (a `reentrant` mutex is re-entered only by the thread
+/// that acquired it; another thread's `lock` reports `already_held`). Blocking calls may be made from any
+/// thread except the loop thread of an application-owned loop.
 class REDSYNC_API Mutex {
  public:
   using clock = std::chrono::steady_clock;
