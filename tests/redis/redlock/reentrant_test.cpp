@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -113,6 +114,24 @@ TEST_SUITE("reentrant") {
     CHECK(m.unlock(none).ok());
     CHECK(m.unlock(none).error == redsync::errc::not_held);
     CHECK(m.last_result().error == redsync::errc::not_held);
+  }
+
+  TEST_CASE("an inner unlock cancelled before its turn still takes its hold and leaves the lock held") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("cancelled-unlock");
+    auto m = rs.new_mutex(name, {.expiry = 10s, .reentrant = true});
+    REQUIRE(m.lock(none).ok());
+    REQUIRE(m.lock(none).ok());
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK(m.unlock(redsync::context::cancellable(stop.get_token())).error == redsync::errc::cancelled);
+    CHECK(m.held());
+    check_keys(c, name, m.value());
+    REQUIRE(m.unlock(none).ok());  // the last hold
+    CHECK_FALSE(m.held());
+    check_keys(c, name, std::nullopt);
+    CHECK(m.unlock(none).error == redsync::errc::not_held);
   }
 
   TEST_CASE("another thread locking the same held Mutex is refused with already_held, async forms too") {
