@@ -28,7 +28,9 @@ class redsync_category final : public std::error_category {
       case errc::not_held: return "lock is not held by this mutex";
       case errc::would_deadlock: return "blocking call on the loop thread would deadlock";
       case errc::shutting_down: return "Redsync is shutting down";
-      case errc::already_held: return "this mutex already holds the lock (mutexes are not reentrant)";
+      case errc::already_held:
+        return "this mutex already holds the lock (reentrant only with mutex_options::reentrant, on the "
+               "thread that acquired it)";
       case errc::permits_mismatch: return "the nodes store another number of permits for this semaphore";
     }
     return fmt::format("unknown redsync error {}", ev);

@@ -38,6 +38,7 @@ enum class errc {
   /// quorum of them can still hold it (the lock expired and nobody else took
   /// it). When the nodes that did not answer could still make a quorum with
   /// those that said "ours", the error is no_quorum instead: we cannot tell.
+  /// Also a re-entry (`mutex_options::reentrant`) after `until()` passed.
   expired,
   /// unlock/extend/valid: as expired, and at least one node holds another
   /// holder's value (redsync's ErrTaken; see `result::nodes`).
@@ -47,7 +48,8 @@ enum class errc {
   /// The call's deadline passed before it could succeed.
   deadline_exceeded,
   /// The lock was lost while held under auto-extension (an extension missed
-  /// its quorum or validity ran out first).
+  /// its quorum or validity ran out first); also a re-entry
+  /// (`mutex_options::reentrant`) after that.
   lost,
   /// unlock/extend/valid on a mutex that does not hold the lock.
   not_held,
@@ -55,8 +57,9 @@ enum class errc {
   would_deadlock,
   /// The `Redsync` is being destroyed.
   shutting_down,
-  /// lock/try_lock on a mutex that already holds the lock: mutexes are not
-  /// reentrant (see the README).
+  /// lock/try_lock on a mutex that already holds the lock: a mutex is not
+  /// reentrant unless made with `mutex_options::reentrant`, and then only on
+  /// the thread that acquired it (docs/api.md, "Reentrancy").
   already_held,
   /// A semaphore's acquisition: nodes store another number of permits for
   /// the name than this `Semaphore` was made with (its holders agreed on

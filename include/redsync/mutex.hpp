@@ -43,8 +43,11 @@ struct mutex_state;
 ///   wait without a limit. `unlock()` never throws (a failed release is
 ///   reported to `last_result()`).
 ///
-/// Not reentrant: `lock` on a mutex that already holds the lock reports
-/// `errc::already_held` instead of acquiring twice.
+/// Not reentrant by default: `lock` on a mutex that already holds the lock
+/// reports `errc::already_held` instead of acquiring twice. With
+/// `mutex_options::reentrant`, the thread that acquired it may lock it again
+/// (a hold counted locally, nothing sent; the last `unlock` releases):
+/// docs/api.md, "Reentrancy".
 ///
 /// Moved from, a `Mutex` may only be assigned to or destroyed: any other call
 /// throws `std::logic_error` saying so, except the `noexcept` ones (`name()`
@@ -53,8 +56,9 @@ struct mutex_state;
 /// Thread safety: a `Mutex` is one holder; give each thread that contends for
 /// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
 /// serialized internally, so concurrent calls do not corrupt it, but they act
-/// as the same holder. Blocking calls may be made from any thread except the
-/// loop thread of an application-owned loop.
+/// as the same holder (a `reentrant` mutex is re-entered only by the thread
+/// that acquired it; another thread's `lock` reports `already_held`). Blocking calls may be made from any
+/// thread except the loop thread of an application-owned loop.
 class REDSYNC_API Mutex {
  public:
   using clock = std::chrono::steady_clock;
@@ -80,13 +84,17 @@ class REDSYNC_API Mutex {
   /// Each attempt sends `SET name value NX PX expiry` to every node at once and
   /// succeeds when a quorum (N/2+1) agreed and `expiry - elapsed - drift > 0`;
   /// a failed attempt is released on every node before the next one.
-  /// Errors: busy, no_quorum, validity_elapsed, cancelled, deadline_exceeded.
+  /// Errors: busy, no_quorum, validity_elapsed, cancelled, deadline_exceeded,
+  /// already_held; with `mutex_options::reentrant`, a re-entry sends nothing
+  /// and fails only with lost or expired (docs/api.md, "Reentrancy").
   result lock(const context& ctx);
   /// One attempt of `lock` (no retries).
   result try_lock(const context& ctx);
   /// Compare-and-delete on every node; succeeds iff a quorum deleted our
   /// value. Errors: taken (names the nodes), expired, no_quorum, not_held,
-  /// lost, deadline_exceeded, cancelled. The release is sent to every node
+  /// lost, deadline_exceeded, cancelled. On a `reentrant` mutex locked more
+  /// than once and still valid, it takes one hold and sends nothing. The
+  /// release is sent to every node
   /// even if `ctx` has expired or is cancelled, and sent again in the
   /// background to nodes that did not answer, until they do, the next
   /// acquisition starts, or `expiry` has passed. Once the release starts,

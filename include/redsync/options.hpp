@@ -215,7 +215,7 @@ struct redsync_options {
 /// `value_generator`, `value`, `fail_fast`, `shuffle_nodes`,
 /// `set_nx_on_extend`, `durable_replicas`, `durable_wait_timeout`,
 /// `auto_extend`, `auto_extend_interval`, `max_hold`, `max_extensions`,
-/// `on_lost`.
+/// `on_lost`, `reentrant`.
 ///
 /// \code
 /// auto m = rs.new_mutex("orders:42", {.expiry = 10s, .tries = 5, .retry_delay = 100ms});
@@ -313,6 +313,20 @@ struct mutex_options {
   /// Called once per acquisition, on the loop thread, when a held lock is
   /// lost (auto-extension failed, or a cap was reached). Must not block.
   std::function<void(const result&)> on_lost{};
+
+  // -- ownership (docs/api.md, "Reentrancy") ----------------------------------
+
+  /// Reentrant, as `std::recursive_mutex`: the owner is this `Mutex` object
+  /// and the thread that acquired it. A `lock`/`try_lock` (or an async or
+  /// future form started) on that thread while the lock is held adds a hold:
+  /// nothing is sent, and `value()`, `until()` and `token()` stay as they
+  /// are; each `unlock` takes one hold, the last one releases. A re-entry
+  /// fails with `errc::lost` once the lock was lost, or `errc::expired` once
+  /// `until()` has passed, and the count starts over. Another thread's
+  /// `lock` on this `Mutex` reports `errc::already_held` while the owner
+  /// holds it, and another `Mutex` of the same name contends as usual.
+  /// Default false: a `lock` on a held mutex reports `errc::already_held`.
+  bool reentrant = false;
 };
 
 }  // namespace redsync

@@ -12,6 +12,7 @@
 
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -200,10 +201,21 @@ void readme_semaphore_watchdog(redsync::Redsync& rs) {
                                [&] { worker.cancel(); });  // loop thread: must not block
 }
 
+// docs/api.md, "Reentrancy"
+void reentrant_update(redsync::Mutex& m) {
+  std::lock_guard inner(m);  // re-enters: nothing sent, same token
+  // ...
+}  // takes one hold: the lock stays
+void reentrant_batch(redsync::Redsync& rs) {
+  auto m = rs.new_mutex("orders:42", {.auto_extend = true, .reentrant = true});
+  std::lock_guard outer(m);  // acquires
+  reentrant_update(m);
+}  // the last unlock releases
+
 TEST_CASE("the examples of the headers and the README compile") {
-  const auto compiled =
-      std::make_tuple(&context_example, &token_examples, &guard_example, &members_example, &observer_example,
-                      &redsync_example, &readme_usage, &readme_errors, &readme_api, &readme_cluster_members,
-                      &readme_observer, &readme_semaphore, &readme_semaphore_watchdog);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 13);
+  const auto compiled = std::make_tuple(
+      &context_example, &token_examples, &guard_example, &members_example, &observer_example,
+      &redsync_example, &readme_usage, &readme_errors, &readme_api, &readme_cluster_members, &readme_observer,
+      &readme_semaphore, &readme_semaphore_watchdog, &reentrant_update, &reentrant_batch);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 15);
 }

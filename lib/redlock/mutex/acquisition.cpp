@@ -55,16 +55,18 @@ acquisition_rules rules_of(const mutex_state& st, bool blocking, engine& eng) {
 }  // namespace
 
 std::shared_ptr<mutex_operation> make_acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx,
-                                                  std::string value, std::function<void(result)> done) {
+                                                  std::string value, std::function<void(result)> done,
+                                                  std::thread::id caller) {
   return std::make_shared<acquisition>(std::move(st), blocking, std::move(ctx), std::move(value),
-                                       std::move(done));
+                                       std::move(done), caller);
 }
 
 acquisition::acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx, std::string value,
-                         std::function<void(result)> done)
+                         std::function<void(result)> done, std::thread::id caller)
     : mutex_operation(std::move(st), std::move(ctx), std::move(done)),
       blocking_(blocking),
       value_(std::move(value)),
+      caller_(caller),
       steps_(rules_of(*st_, blocking, eng_)) {}
 
 // Does what the steps decided; each step reports back to them.
@@ -81,6 +83,7 @@ void acquisition::act(const acquisition_step& next) {
     case step_kind::listen: return listen();
     case step_kind::wait_for_retry: return wait_for_retry(next);
     case step_kind::acquired: return acquired(next);
+    case step_kind::reentered: return finish({});
     case step_kind::failed: return finish(next.error);
   }
 }
@@ -92,9 +95,13 @@ void acquisition::start() {
   act(steps_.start(clock::now(), ctx_.deadline));
 }
 
+// A reentrant mutex's owner re-entering gets its hold here, or learns the
+// lock is gone (mutex_state::claim): nothing is sent either way.
 void acquisition::claim_value() {
-  const bool claimed = st_->begin_acquisition(value_);
-  if (claimed) {
+  const claim_outcome claim = st_->claim(value_, caller_);
+  reentry_ = claim == claim_outcome::reentered || claim == claim_outcome::reentry_lost ||
+             claim == claim_outcome::reentry_expired;
+  if (claim == claim_outcome::claimed) {
     line_.emplace(*st_, value_, blocking_);
     votes_.emplace(*st_);
     // Durable mode: WAIT behind every script (durable_wait.hpp); the
@@ -103,7 +110,7 @@ void acquisition::claim_value() {
     if (st_->names.size() == 1 && !durable_)
       fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
   }
-  act(steps_.on_claimed(claimed, clock::now()));
+  act(steps_.on_claimed(claim, clock::now()));
 }
 
 // A try's lease in the waiting line covers the wait after it. Restart
@@ -175,7 +182,7 @@ void acquisition::write_back_token() {
 // Redlock step 4 passed (validity = expiry - elapsed - drift is positive):
 // the lock is ours until the validity's end.
 void acquisition::acquired(const acquisition_step& won) {
-  st_->mark_acquired(won.valid_until, fencing_token{static_cast<std::uint64_t>(won.token)});
+  st_->mark_acquired(won.valid_until, fencing_token{static_cast<std::uint64_t>(won.token)}, caller_);
   if (st_->wd) st_->wd->start(won.attempt_start);
   // Confirmed: only now do we leave the lines (rule L).
   line_->leave();
@@ -253,7 +260,10 @@ void acquisition::on_finish(errc why) {
 }
 
 // Observability: counters and the observer's on_acquire (telemetry.hpp).
+// A re-entry is not an acquisition: nothing went to the nodes, so neither
+// the counters nor the observer hear of it (docs/api.md, "Reentrancy").
 void acquisition::on_outcome(const result& r) {
+  if (reentry_) return;
   eng_.telemetry().acquisition(*st_, blocking_, r);
 }
 

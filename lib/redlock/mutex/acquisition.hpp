@@ -8,12 +8,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace redsync::detail {
 
 // `blocking`: lock() (every try, in the waiting line) rather than try_lock()
-// (one attempt, never queued). `value` is the value to set.
+// (one attempt, never queued). `value` is the value to set. `caller`: the
+// thread that started the call (a reentrant mutex's owner re-enters).
 std::shared_ptr<mutex_operation> make_acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx,
-                                                  std::string value, std::function<void(result)> done);
+                                                  std::string value, std::function<void(result)> done,
+                                                  std::thread::id caller);
 
 }  // namespace redsync::detail

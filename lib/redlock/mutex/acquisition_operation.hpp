@@ -22,13 +22,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace redsync::detail {
 
 class acquisition final : public mutex_operation, public release_listener::waiter {
  public:
   acquisition(std::shared_ptr<mutex_state> st, bool blocking, context ctx, std::string value,
-              std::function<void(result)> done);
+              std::function<void(result)> done, std::thread::id caller);
 
   void on_release(std::size_t node, std::string_view next_in_line) override;
   void on_subscribed() override;
@@ -62,6 +63,8 @@ class acquisition final : public mutex_operation, public release_listener::waite
 
   const bool blocking_;
   const std::string value_;
+  const std::thread::id caller_;  // the thread that started the call
+  bool reentry_ = false;          // a reentrant mutex's owner re-entered: nothing sent
   acquisition_steps steps_;
   wire_command fast_wire_;  // the transaction, for a single-name lock
   durable_spec durable_;    // from claim_value(): off unless mutex_options::durable_replicas

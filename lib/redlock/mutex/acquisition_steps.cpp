@@ -33,15 +33,23 @@ acquisition_step acquisition_steps::start(clock::time_point now, clock::time_poi
   return {.what = step_kind::claim_value};
 }
 
-// Not reentrant: a second acquisition by the same holder would replace the
-// value and strand the keys it holds until they expire.
-acquisition_step acquisition_steps::on_claimed(bool claimed, clock::time_point now) {
+// A second acquisition by the same holder is never sent: it would replace
+// the value and strand the keys it holds until they expire. Unless the
+// mutex is reentrant and the owner asks, it is refused; a re-entry adds a
+// hold to the acquisition in force, which only its validity vouches for, so
+// it fails once that is over rather than succeed on a lock nobody holds.
+acquisition_step acquisition_steps::on_claimed(claim_outcome claim, clock::time_point now) {
   if (phase_ != phase::claiming) return {};
-  if (!claimed) {
-    phase_ = phase::done;
-    return {.what = step_kind::failed, .error = errc::already_held};
+  if (claim == claim_outcome::claimed) return attempt_due(now);
+  phase_ = phase::done;
+  switch (claim) {
+    case claim_outcome::reentered: return {.what = step_kind::reentered};
+    case claim_outcome::reentry_lost: return {.what = step_kind::failed, .error = errc::lost};
+    case claim_outcome::reentry_expired: return {.what = step_kind::failed, .error = errc::expired};
+    case claim_outcome::claimed:
+    case claim_outcome::held: break;
   }
-  return attempt_due(now);
+  return {.what = step_kind::failed, .error = errc::already_held};
 }
 
 // Rounded up: a wait truncated to whole milliseconds ended up to 1 ms

@@ -11,7 +11,7 @@
 // Phases and the events that move them (any other event is ignored and
 // answered with `nothing`):
 //
-//   not_started --start--> claiming --on_claimed--> preparing
+//   not_started --start--> claiming --on_claimed--> preparing | done
 //   preparing --on_surveyed--> attempt_round
 //   attempt_round --on_attempt_answered--> counting_votes | undo_round
 //   counting_votes --on_token_votes--> done | write_back_round | undo_round
@@ -30,7 +30,9 @@
 //    awaited, answered an error) gets an undo; only the ones that answered
 //    yes are awaited, so a hung node never stalls the retry;
 //  - at most `tries` counted tries, a try counted at most once per retry
-//    delay; the retry after a refused transaction is not counted.
+//    delay; the retry after a refused transaction is not counted;
+//  - a re-entry (mutex_options::reentrant) sends nothing: it finishes at the
+//    claim, with success only while the lock is still valid.
 
 #include "redlock/engine/tally.hpp"
 
@@ -43,6 +45,16 @@
 #include <vector>
 
 namespace redsync::detail {
+
+// What the mutex said when asked to take an acquisition's value
+// (mutex_state::claim).
+enum class claim_outcome {
+  claimed,          // it took the value: the attempts follow
+  held,             // it holds the lock, not for us to re-enter: already_held
+  reentered,        // the owner re-entered a reentrant mutex, still valid: one more hold
+  reentry_lost,     // the owner's re-entry, but the lock was lost: lost
+  reentry_expired,  // the owner's re-entry, but its validity has passed: expired
+};
 
 // What an acquisition needs to know to decide: its mutex's options, as
 // numbers.
@@ -73,6 +85,7 @@ struct acquisition_step {
     listen,             // hear releases of our names, then on_listening
     wait_for_retry,     // arm the retry timer, then on_retry_due (or a wake-up)
     acquired,           // mark the mutex acquired and finish
+    reentered,          // finish with success: the claim added a hold, nothing is sent
     failed,             // finish with `error`
   };
 
@@ -123,8 +136,12 @@ class acquisition_steps {
   // ---- events ----
   // The operation's turn came at `now`; `deadline` is its context's.
   step start(clock::time_point now, clock::time_point deadline);
+  // What the mutex said to our value.
+  step on_claimed(claim_outcome claim, clock::time_point now);
   // Whether the mutex took our value (false: it already holds one).
-  step on_claimed(bool claimed, clock::time_point now);
+  step on_claimed(bool claimed, clock::time_point now) {
+    return on_claimed(claimed ? claim_outcome::claimed : claim_outcome::held, now);
+  }
   // Every node's record was looked at: the attempt goes out at `now`, the
   // start of its validity.
   step on_surveyed(clock::time_point now);

@@ -32,22 +32,28 @@ errc verdict_of(const holder_step& s) {
 }
 
 holder_rules holder_rules_of(const mutex_state& st, const engine& eng, holder_call call,
-                             std::chrono::milliseconds duration, microseconds drift) {
+                             std::chrono::milliseconds duration, microseconds drift,
+                             bool every_hold = false) {
   return {.nodes = eng.size(),
           .quorum = eng.quorum(),
           .call = call,
           .expiry = st.opts.expiry,
           .duration = duration,
-          .drift = drift};
+          .drift = drift,
+          .every_hold = every_hold};
 }
 
 // Unlock. The release is sent before the context is looked at: cleanup is
-// never skipped because a deadline passed or the caller cancelled.
+// never skipped because a deadline passed or the caller cancelled. On a
+// reentrant mutex held more than once, an unlock takes one hold instead
+// and sends nothing (holder_steps::drops_a_hold); whether it does is only
+// known at its turn, after the re-entries queued before it.
 class release_operation final : public mutex_operation {
  public:
-  release_operation(std::shared_ptr<mutex_state> st, context ctx, std::function<void(result)> done)
+  release_operation(std::shared_ptr<mutex_state> st, context ctx, std::function<void(result)> done,
+                    bool every_hold)
       : mutex_operation(std::move(st), std::move(ctx), std::move(done)),
-        steps_(holder_rules_of(*st_, eng_, holder_call::release, st_->opts.expiry, st_->drift)) {}
+        steps_(holder_rules_of(*st_, eng_, holder_call::release, st_->opts.expiry, st_->drift, every_hold)) {}
 
   // Cleanup still goes out at shutdown (the engine waits for its replies,
   // bounded by shutdown_timeout): an unlock not sent yet is sent now.
@@ -58,9 +64,12 @@ class release_operation final : public mutex_operation {
 
  private:
   // The watchdog stops before the release is queued: no automatic extension
-  // can run after it and re-create the key.
+  // can run after it and re-create the key. A reentrant mutex's inner unlock
+  // must leave it running, so there it stops when the release goes out
+  // (let_go): an automatic extension queued behind the release then finds
+  // it stopped and sends nothing (holder_steps::start).
   void before_queue() override {
-    if (st_->wd) st_->wd->stop();
+    if (st_->wd && !st_->opts.reentrant) st_->wd->stop();
   }
 
   // A release still runs while the engine shuts down: a Mutex destroyed just
@@ -68,21 +77,31 @@ class release_operation final : public mutex_operation {
   bool may_start() const override { return eng_.can_send(); }
 
   // Cancelled or out of time before its turn: the caller has let go already
-  // (held() is false when the call returns); the release follows below.
+  // (held() is false when the call returns); the release follows below. An
+  // inner unlock of a reentrant mutex leaves the lock held: its turn takes
+  // the hold.
   void on_abandon() override {
+    if (steps_.drops_a_hold(facts(), clock::now())) return;
+    if (st_->opts.reentrant && st_->wd) st_->wd->stop();
     std::lock_guard lk(st_->mu);
     st_->held = false;
   }
 
   // An unlock already answered (cancelled, or out of time, while it waited
-  // its turn) still releases.
+  // its turn) still releases, or takes its hold.
   void on_turn_after_finish() override {
-    if (!release_sent_ && eng_.can_send()) release_everywhere();
+    if (release_sent_ || !eng_.can_send()) return;
+    if (steps_.drops_a_hold(facts(), clock::now())) return drop_hold();
+    release_everywhere();
   }
 
   void start() override {
+    const auto next = steps_.start(clock::now(), ctx_.deadline, facts());
+    if (next.what == holder_kind::finish && next.drop_hold) {
+      drop_hold();
+      return finish({});
+    }
     let_go();
-    const auto next = steps_.start(clock::now(), ctx_.deadline, {.has_value = st_->has_value(true)});
     if (next.what != holder_kind::send_release) return finish(verdict_of(next));
     in_round_ = true;
     round_spec spec = release_round(*st_);
@@ -103,14 +122,35 @@ class release_operation final : public mutex_operation {
     finish(verdict_of(done));
   }
 
+  // The mutex as the unlock's turn comes, read under its lock.
+  holder_facts facts() const {
+    holder_facts f{.has_value = st_->has_value(true)};
+    std::lock_guard lk(st_->mu);
+    f.lost = st_->lost.stop_requested();
+    f.let_go = !st_->held;
+    f.holds = st_->holds;
+    f.until = st_->until;
+    return f;
+  }
+
+  // Reentrant: one of several holds let go; the lock stays as it is.
+  void drop_hold() {
+    dropped_hold_ = true;
+    std::lock_guard lk(st_->mu);
+    if (st_->holds > 1) --st_->holds;
+  }
+
   // The caller lets go: from here held() is false, whatever the release's
-  // outcome, so a new lock() acquires afresh. The value is kept (and
-  // `released` stays false until a quorum confirmed it), so a repeated
-  // unlock still releases it.
+  // outcome, so a new lock() acquires afresh (every hold of a reentrant
+  // mutex with it; its watchdog stops now, see before_queue). The value is
+  // kept (and `released` stays false until a quorum confirmed it), so a
+  // repeated unlock still releases it.
   void let_go() {
     release_sent_ = true;
+    if (st_->opts.reentrant && st_->wd) st_->wd->stop();
     std::lock_guard lk(st_->mu);
     st_->held = false;
+    st_->holds = 0;
   }
 
   // An unlock nobody waits for (shutdown, or its caller already answered).
@@ -119,10 +159,14 @@ class release_operation final : public mutex_operation {
     if (st_->has_value(true)) release_everywhere_retried(*st_);
   }
 
-  void on_outcome(const result& r) override { eng_.telemetry().release(*st_, r); }
+  // An inner unlock sent nothing: not counted, not observed (as a re-entry).
+  void on_outcome(const result& r) override {
+    if (!dropped_hold_) eng_.telemetry().release(*st_, r);
+  }
 
   holder_steps steps_;
   bool release_sent_ = false;
+  bool dropped_hold_ = false;
 };
 
 // Extend (by hand or automatic) or check: compare our value on every name,
@@ -238,8 +282,8 @@ class holder_round final : public mutex_operation {
 }  // namespace
 
 std::shared_ptr<mutex_operation> make_release(std::shared_ptr<mutex_state> st, context ctx,
-                                              std::function<void(result)> done) {
-  return std::make_shared<release_operation>(std::move(st), std::move(ctx), std::move(done));
+                                              std::function<void(result)> done, bool every_hold) {
+  return std::make_shared<release_operation>(std::move(st), std::move(ctx), std::move(done), every_hold);
 }
 
 std::shared_ptr<mutex_operation> make_extension(std::shared_ptr<mutex_state> st, bool automatic, context ctx,

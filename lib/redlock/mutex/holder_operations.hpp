@@ -12,8 +12,11 @@
 
 namespace redsync::detail {
 
+// `every_hold`: release whatever a reentrant mutex's count says (the
+// destructor's release); otherwise an unlock of a reentrant mutex held more
+// than once takes one hold and sends nothing.
 std::shared_ptr<mutex_operation> make_release(std::shared_ptr<mutex_state> st, context ctx,
-                                              std::function<void(result)> done);
+                                              std::function<void(result)> done, bool every_hold = false);
 
 // `automatic`: the watchdog's extension (refused once it stopped; its outcome
 // is not the mutex's last_result()). `duration`: the TTL it sets, in

@@ -24,6 +24,13 @@ holder_step holder_steps::start(clock::time_point now, clock::time_point deadlin
   // caller cancelled.
   if (rules_.call == holder_call::release) {
     if (!facts.has_value) return finish(errc::not_held);
+    // Reentrant: an inner unlock. Once the lock is lost or past its
+    // validity the release goes out instead, and reports what the nodes say.
+    if (drops_a_hold(facts, now)) {
+      step done = finish({});
+      done.drop_hold = true;
+      return done;
+    }
     phase_ = phase::round;
     return {.what = holder_kind::send_release};
   }

@@ -7,7 +7,7 @@
 // answers with the next step. Tested without a server
 // (tests/unit/redlock/holder_steps_test.cpp).
 //
-//   unlock:         start --> send_release | finish(not_held)
+//   unlock:         start --> send_release | finish(not_held) | finish(drop_hold)
 //                   on_released --> finish (the verdict; whether the value is released)
 //   extend, check:  start --> prepare_round | finish(refused)
 //                   on_round_ready --> send_round (cutting the validity first, for a shorter TTL)
@@ -23,7 +23,10 @@
 //    round's start, never longer, and none left is validity_elapsed; one
 //    that sets a shorter TTL cuts the validity before anything is sent;
 //  - an extension never re-arms the keys of a lock lost or let go, and
-//    releases them when the loss came while it was in flight.
+//    releases them when the loss came while it was in flight;
+//  - an unlock of a reentrant mutex held more than once takes one hold and
+//    sends nothing only while the lock is valid (not lost, not let go,
+//    before its validity's end); otherwise the release goes out.
 
 #include "redlock/engine/tally.hpp"
 
@@ -45,6 +48,8 @@ struct holder_rules {
   // drift allowance over it.
   std::chrono::milliseconds duration{0};
   std::chrono::microseconds drift{0};
+  // release: every hold of a reentrant mutex (the destructor's release).
+  bool every_hold = false;
 };
 
 // The mutex's state when the call's turn comes, read under its lock.
@@ -53,6 +58,10 @@ struct holder_facts {
   bool watchdog_active = false;  // the watchdog runs (an automatic extension needs it)
   bool lost = false;             // the lost signal was raised
   bool let_go = false;           // released, or the caller let go (held() is false)
+  // A reentrant mutex's unlocks still awaited (mutex_state::holds), and
+  // the end of the lock's validity.
+  std::size_t holds = 0;
+  std::chrono::steady_clock::time_point until{};
 };
 
 struct holder_step {
@@ -72,6 +81,7 @@ struct holder_step {
   clock::time_point valid_until{};  // send_round (if cut_validity), set_validity
   bool cut_validity = false;
   bool mark_released = false;       // finish of an unlock: this acquisition is over
+  bool drop_hold = false;           // finish of an unlock: one hold of a reentrant mutex taken, nothing sent
   bool release_everywhere = false;  // finish: release the keys just re-armed
 };
 
@@ -93,6 +103,14 @@ class holder_steps {
   step on_answered(const tally& t, clock::time_point now);
   // extend: the new validity was set, unless the lock was `lost`.
   step on_validity_set(bool lost);
+
+  // unlock: whether it takes one hold of a reentrant mutex held more than
+  // once, the lock still valid at `now`, instead of releasing. Also asked
+  // at the turn of an unlock answered before it (cancelled, out of time).
+  bool drops_a_hold(const holder_facts& facts, clock::time_point now) const noexcept {
+    return rules_.call == holder_call::release && !rules_.every_hold && facts.has_value && facts.holds > 1 &&
+           !facts.lost && !facts.let_go && now < facts.until;
+  }
 
   bool extends() const noexcept {
     return rules_.call == holder_call::extend || rules_.call == holder_call::auto_extend;

@@ -60,10 +60,25 @@ std::string mutex_state::make_value() const {
   return random_value();
 }
 
-bool mutex_state::begin_acquisition(const std::string& v) {
+// A re-entry is judged before anything else: while the owner has unlocks
+// to make, the acquisition is theirs, lost or not; another thread's lock
+// is refused, since starting afresh would let those unlocks release it.
+claim_outcome mutex_state::claim(const std::string& v, std::thread::id caller) {
   {
     std::lock_guard lk(mu);
-    if (held && clock::now() < until && !lost.stop_requested()) return false;
+    const bool valid = held && clock::now() < until && !lost.stop_requested();
+    if (holds > 0 && owner == caller) {
+      if (valid) {
+        ++holds;
+        return claim_outcome::reentered;
+      }
+      // The owner learns of it now; its next lock starts afresh, and its
+      // unlocks release what may be left (not_held once that is done).
+      holds = 0;
+      held = false;
+      return lost.stop_requested() ? claim_outcome::reentry_lost : claim_outcome::reentry_expired;
+    }
+    if (valid || holds > 0) return claim_outcome::held;
   }
   if (wd) wd->stop();
   {
@@ -77,7 +92,7 @@ bool mutex_state::begin_acquisition(const std::string& v) {
   release_call = call(release_script(), &lock_keys::release_keys, {v, "0"}, true);
   undo_call = {};    // built by the first failed attempt (most acquisitions have none)
   extend_call = {};  // built by the first extension of this acquisition
-  return true;
+  return claim_outcome::claimed;
 }
 
 const script_call& mutex_state::undo() {
@@ -87,11 +102,15 @@ const script_call& mutex_state::undo() {
   return undo_call;
 }
 
-void mutex_state::mark_acquired(clock::time_point valid_until, fencing_token t) {
+void mutex_state::mark_acquired(clock::time_point valid_until, fencing_token t, std::thread::id caller) {
   std::lock_guard lk(mu);
   until = valid_until;
   held = true;
   token = t;
+  if (opts.reentrant) {
+    holds = 1;
+    owner = caller;
+  }
 }
 
 bool mutex_state::has_value(bool for_release) const {
@@ -136,10 +155,12 @@ void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for
   switch (kind) {
     case op_kind::acquire:
     case op_kind::try_acquire:
+      // A reentrant mutex's re-entry is by the thread that starts the call
+      // (this one: submit runs on the caller's thread).
       op = make_acquisition(self, kind == op_kind::acquire, ctx, std::move(value_for_acquire),
-                            std::move(done));
+                            std::move(done), std::this_thread::get_id());
       break;
-    case op_kind::release: op = make_release(self, ctx, std::move(done)); break;
+    case op_kind::release: op = make_release(self, ctx, std::move(done), unanswered); break;
     case op_kind::extend:
     case op_kind::auto_extend:
       op = make_extension(self, kind == op_kind::auto_extend, ctx, std::move(done), extend_to);

@@ -6,6 +6,7 @@
 
 #include "redlock/engine/engine.hpp"
 #include "redlock/engine/watchdog.hpp"
+#include "redlock/mutex/acquisition_steps.hpp"
 #include "redlock/scripts/lock_keys.hpp"
 #include "redlock/scripts/scripts.hpp"
 
@@ -15,6 +16,7 @@
 #include <redsync/options.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -23,6 +25,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace redsync::detail {
@@ -72,6 +75,14 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   result last;
   fencing_token token{};
   std::stop_source lost;  // a fresh source per acquisition
+  // mutex_options::reentrant (docs/api.md, "Reentrancy"): the unlocks the
+  // current acquisition still awaits (1 once acquired, one more per
+  // re-entry) and the thread that acquired it, whose lock calls re-enter.
+  // Not reset by a loss, so the owner's next lock learns of it (and resets
+  // it) instead of starting afresh; 0 once the release went out. Always 0
+  // on a mutex that is not reentrant.
+  std::size_t holds = 0;
+  std::thread::id owner{};
 
   // Loop thread only: operations wait here and run one at a time, so a
   // release never overtakes the acquisition it undoes.
@@ -97,13 +108,16 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   // Makes a value with the configured generator (caller's thread).
   std::string make_value() const;
 
-  // Loop thread. Starts an acquisition of `v`, unless the lock is still held
-  // (false): stops the watchdog, resets the shared state, builds the release.
-  bool begin_acquisition(const std::string& v);
+  // Loop thread. An acquisition of `v` started on thread `caller`: a
+  // re-entry by the owner of a reentrant mutex (a hold added, or the reason
+  // it cannot be), refused while the lock is still held, or else started:
+  // stops the watchdog, resets the shared state, builds the release.
+  claim_outcome claim(const std::string& v, std::thread::id caller);
   // Loop thread. undo_call for the current value (built on first use).
   const script_call& undo();
-  // Loop thread. The acquisition succeeded: valid until `valid_until`.
-  void mark_acquired(clock::time_point valid_until, fencing_token t);
+  // Loop thread. The acquisition started on `caller` succeeded: valid until
+  // `valid_until`, with one hold.
+  void mark_acquired(clock::time_point valid_until, fencing_token t, std::thread::id caller);
   // There is a value to act on (and, `for_release`, not yet released).
   bool has_value(bool for_release) const;
   std::string value_snapshot() const;

@@ -92,6 +92,41 @@ TEST_SUITE("asio") {
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(asio_test_no_keys(c[i], name));
   }
 
+  TEST_CASE("a coroutine re-enters a reentrant mutex: its thread started the acquisition (docs/api.md)") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("asio-reentrant");
+    auto m = rs.new_mutex(name, {.reentrant = true});
+    asio::io_context io;
+    std::optional<redsync::result> outer, inner, inner_unlock, outer_unlock;
+    redsync::fencing_token outer_token{}, inner_token{};
+    bool kept = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          outer = co_await redsync::async_lock(m, redsync::context::timeout(5s), asio::use_awaitable);
+          outer_token = m.token();
+          inner = co_await redsync::async_lock(m, {}, asio::use_awaitable);
+          inner_token = m.token();
+          inner_unlock = co_await redsync::async_unlock(m, {}, asio::use_awaitable);
+          kept = redis_client(c[0]).get(name) == m.value();
+          outer_unlock = co_await redsync::async_unlock(m, {}, asio::use_awaitable);
+        },
+        asio::detached);
+    io.run();
+    REQUIRE(outer);
+    CHECK_MESSAGE(outer->ok(), outer->describe());
+    REQUIRE(inner);
+    CHECK_MESSAGE(inner->ok(), inner->describe());
+    CHECK(inner_token == outer_token);
+    REQUIRE(inner_unlock);
+    CHECK(inner_unlock->ok());
+    CHECK(kept);
+    REQUIRE(outer_unlock);
+    CHECK_MESSAGE(outer_unlock->ok(), outer_unlock->describe());
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK(asio_test_no_keys(c[i], name));
+  }
+
   TEST_CASE(
       "deferred, bound callback and use_future tokens complete on the strand's thread, never the loop's") {
     cluster c(3);

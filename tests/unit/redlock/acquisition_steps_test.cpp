@@ -22,6 +22,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 // Reaching the unlimited_tries cap by attempts would take 2^31 of them: the
@@ -221,6 +222,31 @@ TEST_CASE("a mutex that already holds a value fails with already_held before any
   CHECK(s.error == errc::already_held);
   CHECK(m.tries_counted() == 0);
   CHECK(d.asked.empty());
+}
+
+TEST_CASE("a re-entry finishes at the claim without an attempt: success while valid, lost or expired after") {
+  const std::pair<claim_outcome, acquisition_step> cases[] = {
+      {claim_outcome::reentered, {.what = kind::reentered}},
+      {claim_outcome::reentry_lost, {.what = kind::failed, .error = errc::lost}},
+      {claim_outcome::reentry_expired, {.what = kind::failed, .error = errc::expired}},
+      {claim_outcome::held, {.what = kind::failed, .error = errc::already_held}},
+  };
+  for (const auto& [claim, expected] : cases) {
+    CAPTURE(static_cast<int>(claim));
+    delays d;
+    acquisition_steps m(rules(3, 5, d));
+    REQUIRE(m.start(t0, t0 + 1s).what == kind::claim_value);
+    const auto s = m.on_claimed(claim, t0);
+    CHECK(s.what == expected.what);
+    CHECK(s.error == expected.error);
+    CHECK(m.current() == acquisition_steps::phase::done);
+    CHECK_FALSE(m.round_in_flight());
+    CHECK(m.tries_counted() == 0);
+    CHECK(d.asked.empty());
+    // Nothing follows: no event starts an attempt afterwards.
+    CHECK(m.on_surveyed(t0).what == kind::nothing);
+    CHECK(m.on_claimed(claim_outcome::claimed, t0).what == kind::nothing);
+  }
 }
 
 TEST_CASE(

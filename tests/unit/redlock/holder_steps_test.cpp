@@ -218,6 +218,50 @@ TEST_CASE("a holder's steps ignore events out of turn") {
   CHECK(m.on_validity_set(false).what == step_kind::nothing);
 }
 
+TEST_CASE(
+    "an unlock of a reentrant mutex held more than once takes one hold and sends nothing, only while the "
+    "lock "
+    "is valid and only when not asked for every hold") {
+  for (int bits = 0; bits < 64; ++bits) {
+    for (const std::size_t holds : {0, 1, 2, 5}) {
+      const bool every_hold = (bits & 32) != 0;
+      const holder_facts f{
+          .has_value = (bits & 1) == 0,
+          .watchdog_active = true,
+          .lost = (bits & 2) != 0,
+          .let_go = (bits & 4) != 0,
+          .holds = holds,
+          .until = (bits & 8) != 0 ? t0 : t0 + 1ms};  // the validity's last moment is not valid
+      const bool late = (bits & 16) != 0;             // an unlock ignores its deadline, re-entrant or not
+      CAPTURE(bits);
+      CAPTURE(holds);
+      auto r = rules(3, holder_call::release);
+      r.every_hold = every_hold;
+      holder_steps m(r);
+      const bool drops = f.has_value && holds > 1 && !f.lost && !f.let_go && (bits & 8) == 0 && !every_hold;
+      CHECK(m.drops_a_hold(f, t0) == drops);
+      const auto s = m.start(t0, late ? t0 : t0 + 1s, f);
+      if (drops) {
+        CHECK(s.what == step_kind::finish);
+        CHECK(s.error == errc{});
+        CHECK(s.drop_hold);
+        CHECK_FALSE(s.mark_released);
+      } else if (!f.has_value) {
+        CHECK(s.what == step_kind::finish);
+        CHECK(s.error == errc::not_held);
+        CHECK_FALSE(s.drop_hold);
+      } else {
+        CHECK(s.what == step_kind::send_release);
+      }
+    }
+  }
+  // Only an unlock drops a hold.
+  for (const auto call : {holder_call::extend, holder_call::auto_extend, holder_call::check}) {
+    holder_steps m(rules(3, call));
+    CHECK_FALSE(m.drops_a_hold({.has_value = true, .holds = 3, .until = t0 + 1s}, t0));
+  }
+}
+
 TEST_SUITE_END();
 
 }  // namespace holder_steps_test

@@ -264,6 +264,12 @@ TEST_CASE("auto-extension interval must be in [0, expiry)") {
                        "mutex_options.auto_extend_interval = -1 ms: must not be negative", config_error);
 }
 
+TEST_CASE("reentrant is off by default and combines with every other option") {
+  CHECK_FALSE(mutex_options{}.reentrant);
+  CHECK_NOTHROW(check_mutex({.reentrant = true}));
+  CHECK_NOTHROW(check_mutex({.value = "fixed", .auto_extend = true, .reentrant = true}));
+}
+
 TEST_CASE("auto-extension caps must not be negative; zero means no cap") {
   CHECK_NOTHROW(check_mutex({.max_hold = 0ms, .max_extensions = 0}));
   CHECK_NOTHROW(check_mutex({.max_hold = 1ms, .max_extensions = 1}));
