@@ -30,8 +30,8 @@ struct waiters {
   std::vector<std::unique_ptr<redsync::Redsync>> clients;
   std::vector<redsync::Semaphore> semaphores;
 
-  waiters(cluster& c, int n_clients, int per_client, const redsync::redsync_options& o, const std::string& name,
-          const redsync::semaphore_options& so) {
+  waiters(cluster& c, int n_clients, int per_client, const redsync::redsync_options& o,
+          const std::string& name, const redsync::semaphore_options& so) {
     for (int k = 0; k < n_clients; ++k) {
       clients.push_back(std::make_unique<redsync::Redsync>(c.uris(), o));
       for (int j = 0; j < per_client; ++j) semaphores.push_back(clients.back()->new_semaphore(name, 1, so));
@@ -50,7 +50,8 @@ TEST_SUITE("semaphore wake-ups") {
   // 6.6 acquire scripts per counted try in the review, and none could ever
   // be granted; the 24 here sent 4.3 per try to node 0. Now a waiter whose
   // yeses do not count is woken at most once per try (1.6 here).
-  TEST_CASE("waiters whose votes are all excluded attempt at about their own rate, not at each other's undos") {
+  TEST_CASE(
+      "waiters whose votes are all excluded attempt at about their own rate, not at each other's undos") {
     cluster c(3);
     prime_records(c.uris());
     for (std::size_t i = 0; i < 3; ++i) {
