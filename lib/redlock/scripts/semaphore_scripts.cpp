@@ -69,7 +69,13 @@ node_status classify_semaphore_acquire(const reply& r) {
   if (r.elements[0].integer > 0 && granted_shape) return node_status::ok;
   const bool listed = r.elements.back().type == reply::kind::string;
   if (r.elements[0].integer == -1 && r.elements.size() == 2 && listed) return node_status::taken;
+  if (semaphore_held_as_mutex(r)) return node_status::taken;
   return node_status::reply_error;
+}
+
+bool semaphore_held_as_mutex(const reply& r) {
+  return r.type == reply::kind::array && r.elements.size() == 1 &&
+         r.elements[0].type == reply::kind::integer && r.elements[0].integer == -3;
 }
 
 std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
