@@ -83,6 +83,10 @@ std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
     return std::nullopt;
   const long long first = r.elements[0].integer;
   semaphore_answer a;
+  if (semaphore_held_as_mutex(r)) {
+    a.held_as_mutex = true;
+    return a;
+  }
   if (first == -2 && r.elements.size() == 2 && r.elements[1].type == reply::kind::integer) {
     a.stored_permits = r.elements[1].integer;
     return a;

@@ -105,9 +105,9 @@ bool semaphore_held_as_mutex(const reply& r);
 struct semaphore_answer {
   std::vector<std::uint32_t> others;        // live slots of other permits
   std::optional<long long> stored_permits;  // set when k differs (rule M)
+  bool held_as_mutex = false;               // {-3} (rule X): says nothing of the slots
 };
-// nullopt for a reply that is none of the acquire script's answers, and
-// for {-3} (which says nothing of the slots).
+// nullopt for a reply that is none of the acquire script's answers.
 std::optional<semaphore_answer> read_semaphore_answer(const reply& r);
 
 }  // namespace redsync::detail

@@ -69,7 +69,12 @@ TEST_CASE("a refusal because the name is held as a mutex is taken, says so, and 
   const reply held = array({integer(-3)});
   CHECK(classify_semaphore_acquire(held) == node_status::taken);
   CHECK(semaphore_held_as_mutex(held));
-  CHECK_FALSE(read_semaphore_answer(held));
+  const auto a = read_semaphore_answer(held);
+  REQUIRE(a);
+  CHECK(a->held_as_mutex);
+  CHECK(a->others.empty());
+  CHECK_FALSE(a->stored_permits);
+  CHECK_FALSE(read_semaphore_answer(array({integer(-1), text("0")}))->held_as_mutex);
   CHECK_FALSE(semaphore_held_as_mutex(array({integer(-1), text("0")})));
   CHECK_FALSE(semaphore_held_as_mutex(array({integer(-3), text("")})));
   CHECK_FALSE(semaphore_held_as_mutex(integer(-3)));
