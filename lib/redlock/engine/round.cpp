@@ -83,8 +83,7 @@ struct round_state {
             counts.integers[i] = r.value.elements[0].integer;
           }
           if (n.status == node_status::taken && spec.other_kind && spec.other_kind(r.value)) {
-            ++counts.other_kind;
-            counts.other_kind_why = spec.other_kind_why;
+            if (counts.other_kind++ == 0) counts.other_kind_why = spec.other_kind_why;
             n.message = spec.other_kind_why;
           }
           if (n.status == node_status::ok && spec.exclude_yes &&
