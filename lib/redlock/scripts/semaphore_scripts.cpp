@@ -4,6 +4,7 @@
 
 #include "redlock/scripts/semaphore_scripts.hpp"
 
+#include "redlock/scripts/cluster_keys.hpp"
 #include "redlock/scripts/script_cache.hpp"
 
 #include <charconv>
@@ -33,6 +34,9 @@ std::string semaphore_set_key(std::string_view name) {
 }
 std::string semaphore_permits_key(std::string_view name) {
   return semaphore_set_key(name) + ":permits";
+}
+std::string cluster_semaphore_set_key(std::string_view name) {
+  return "redsync:sem:" + cluster_lock_key(name);
 }
 std::string semaphore_channel(std::string_view name) {
   return "redsync:sem-release:" + std::string(name);

@@ -53,6 +53,10 @@ namespace redsync::detail {
 
 std::string semaphore_set_key(std::string_view name);
 std::string semaphore_permits_key(std::string_view name);
+// The set's key on a cluster member: "redsync:sem:" + cluster_lock_key(name),
+// so that the set, its permits key (+ ":permits") and the name's lock key,
+// where the kind mark is kept, share one hash tag and one slot.
+std::string cluster_semaphore_set_key(std::string_view name);
 // Where releases are announced (payload: the freed slot).
 std::string semaphore_channel(std::string_view name);
 // The set's member for a permit: "<slot>:<id>".

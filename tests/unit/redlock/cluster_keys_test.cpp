@@ -2,6 +2,7 @@
 #include "redlock/scripts/embedded_lua.hpp"
 #include "redlock/scripts/lock_keys.hpp"
 #include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 #include "redlock/scripts/server_mark.hpp"
 #include "util/cluster_slot.hpp"
 
@@ -37,6 +38,20 @@ TEST_CASE("on a cluster member every key of a name shares the name's slot") {
   CHECK(cluster_lock_key("}x") == "{~}}x");                 // "{}x}" would have no tag
   CHECK(cluster_record_key(key_slot("foo")) ==
         "redsync:node:{" + std::string(slot_tag(key_slot("foo"))) + "}");
+}
+
+TEST_CASE("on a cluster member a semaphore's keys share the slot of the name's lock key, where its mark is") {
+  // Rule X (semaphore_scripts.hpp): the semaphore's scripts read and write
+  // the lock key in the same call as the set, so all must be in one slot.
+  for (const std::string name : {"jobs", "orders:{42}", "a{}b", "x}y", "{", "}", "{}", "}x", "é{ü}", ""}) {
+    CAPTURE(name);
+    const std::string set = cluster_semaphore_set_key(name);
+    CHECK(key_slot(set) == key_slot(cluster_lock_key(name)));
+    CHECK(key_slot(set + ":permits") == cluster_name_slot(name));
+    CHECK(key_slot(cluster_lock_key(name)) == cluster_name_slot(name));
+  }
+  CHECK(cluster_semaphore_set_key("jobs") == "redsync:sem:{jobs}");
+  CHECK(cluster_semaphore_set_key("orders:{42}") == "redsync:sem:orders:{42}");
 }
 
 TEST_CASE("a lock's names are grouped by slot, groups in ascending slot order") {
