@@ -32,6 +32,7 @@ class redsync_category final : public std::error_category {
         return "this mutex already holds the lock (reentrant only with mutex_options::reentrant, on the "
                "thread that acquired it)";
       case errc::permits_mismatch: return "the nodes store another number of permits for this semaphore";
+      case errc::kind_clash: return "the name is held as the other kind of lock (mutex or semaphore)";
     }
     return fmt::format("unknown redsync error {}", ev);
   }
@@ -63,6 +64,7 @@ std::string_view to_string(errc e) noexcept {
     case errc::shutting_down: return "shutting_down";
     case errc::already_held: return "already_held";
     case errc::permits_mismatch: return "permits_mismatch";
+    case errc::kind_clash: return "kind_clash";
   }
   return "unknown";
 }

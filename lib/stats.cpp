@@ -216,7 +216,7 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
   // and is never counted).
   w.calls("acquisitions_total", "Lock acquisitions (lock, try_lock) by result.", s.acquisitions,
           {errc::busy, errc::no_quorum, errc::validity_elapsed, errc::cancelled, errc::deadline_exceeded,
-           errc::shutting_down, errc::already_held});
+           errc::shutting_down, errc::already_held, errc::kind_clash});
   w.calls("releases_total", "Unlocks by result.", s.releases,
           {errc::no_quorum, errc::expired, errc::taken, errc::cancelled, errc::deadline_exceeded, errc::lost,
            errc::not_held, errc::shutting_down});
@@ -228,8 +228,8 @@ std::string prometheus_text(const stats_snapshot& s, std::string_view prefix) {
   // A semaphore's calls (semaphore_acquisition.cpp, permit_operations.cpp).
   w.calls("permit_acquisitions_total", "Permit acquisitions (acquire, try_acquire) by result.",
           s.permit_acquisitions,
-          {errc::busy, errc::no_quorum, errc::permits_mismatch, errc::validity_elapsed, errc::cancelled,
-           errc::deadline_exceeded, errc::shutting_down});
+          {errc::busy, errc::no_quorum, errc::permits_mismatch, errc::kind_clash, errc::validity_elapsed,
+           errc::cancelled, errc::deadline_exceeded, errc::shutting_down});
   w.calls("permit_releases_total", "Permit releases by result.", s.permit_releases,
           {errc::no_quorum, errc::expired, errc::cancelled, errc::deadline_exceeded, errc::lost,
            errc::not_held, errc::shutting_down});

@@ -18,6 +18,7 @@ namespace {
 // reasons are printed.
 enum class kind {
   held,       // another holder's value is there
+  clash,      // the name is held as the other kind (a mutex's, a semaphore's)
   refused,    // authentication, permission or TLS verification: an operator must fix it
   broken,     // an error reply retrying does not fix (WRONGTYPE, READONLY, ...)
   transient,  // an error reply that passes (LOADING, BUSY, OOM)
@@ -26,13 +27,15 @@ enum class kind {
   never,      // the same server as an earlier node of the list, or a cluster node listed as redis://
   yes,        // answered yes and counted
 };
-constexpr std::size_t kinds = 8;
+constexpr std::size_t kinds = 9;
 
 kind kind_of(const node_result& n) {
   switch (n.status) {
     case node_status::ok:
     case node_status::missing: return kind::yes;
-    case node_status::taken: return kind::held;
+    // The library names the name and the kind in such a refusal's message
+    // (round_spec::other_kind); a plain refusal has none.
+    case node_status::taken: return n.message.empty() ? kind::held : kind::clash;
     case node_status::excluded:
       // lib/redlock/trust/node_trust.cpp's words for one server under two names,
       // node_identity.cpp's for a Redis Cluster node listed as redis://:
@@ -158,6 +161,11 @@ acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
     reasons.push_back(fmt::format("{}/{} nodes {}: {}", count(k), n, doing,
                                   list_nodes(of[static_cast<std::size_t>(k)], with_reasons)));
   };
+  if (count(kind::clash) > 0) {
+    // `"jobs" is held as a semaphore on 3/3 nodes`: the library's words.
+    const node_result& first = *of[static_cast<std::size_t>(kind::clash)].front();
+    reasons.push_back(fmt::format("{} on {}/{} nodes", first.message, count(kind::clash), n));
+  }
   if (count(kind::held) > 0) {
     reasons.push_back(fmt::format("{} on {}/{} nodes", what.held_as, count(kind::held), n));
   }
@@ -180,11 +188,13 @@ acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
   // A server listed twice, or a cluster node listed as redis://, stays so
   // until the node list changes.
   const std::size_t persistent = count(kind::refused) + count(kind::broken) + count(kind::never);
-  const std::size_t unusable = n - count(kind::yes) - count(kind::held);
+  // Held as the other kind is held all the same: its holder lets go in time.
+  const std::size_t held = count(kind::held) + count(kind::clash);
+  const std::size_t unusable = n - count(kind::yes) - held;
   if (persistent > spare) {
     v.hopeless = true;
     v.status = count(kind::refused) > 0 ? exit_status::refused : exit_status::node_errors;
-  } else if (r.error == errc::busy || (count(kind::held) > 0 && unusable <= spare)) {
+  } else if (r.error == errc::busy || r.error == errc::kind_clash || (held > 0 && unusable <= spare)) {
     v.status = exit_status::not_acquired;
   } else {
     v.status = exit_status::unavailable;

@@ -106,8 +106,11 @@ the nodes (the semaphore's quorum is floor(K*N/(K+1))+1 of the N nodes, not
 a majority). Everything else is the same (extension, loss, signals, hold
 mode), except: there is no waiting line (a waiter may be overtaken) and no
 check attempts while waiting; --fail-fast is refused; every holder of NAME
-must give the same K (nodes that store another K refuse, exit 64). Instead
-of REDSYNC_LOCK_VALUE, COMMAND gets (and hold mode prints)
+must give the same K (nodes that store another K refuse, exit 64); NAME is
+never a lock and a semaphore at once: each waits while the other holds it
+(exit 75 when the wait runs out, saying "NAME" is held as a mutex, or as a
+semaphore). Instead of REDSYNC_LOCK_VALUE, COMMAND gets (and hold mode
+prints)
   REDSYNC_PERMITS        K
   REDSYNC_PERMIT_ID      the permit's id (random)
   REDSYNC_SLOT           the permit's slot, 0..K-1: at most one live permit

@@ -34,6 +34,10 @@ std::optional<long long> number(std::string_view s) {
   return v;
 }
 
+// What a semaphore's live permits keep in the name's lock key
+// (lib/redlock/scripts/lua/kind_mark.lua): a mutex never holds it.
+constexpr std::string_view semaphore_mark{"\0redsync:semaphore\0", 19};
+
 // A live permit on one node: its member is "<slot>:<id>", its score the
 // server ms at which it expires.
 struct node_permit {
@@ -89,12 +93,17 @@ bool is_semaphore(const std::vector<std::string>& uris, const std::string& name,
   const auto results = probe_name(
       uris, name,
       [](const name_keys& keys) -> std::vector<std::vector<std::string>> {
-        return {{"EXISTS", keys.lock}, {"EXISTS", set_key(keys)}};
+        return {{"GET", keys.lock}, {"EXISTS", set_key(keys)}};
       },
       timeout);
   for (const auto& r : results) {
     if (!r.up) continue;
-    if (r.replies.at(0).integer > 0) return false;
+    // The lock key holds something other than the permits' mark (a
+    // mutex's value or reservation; an error: a key of another type).
+    const probe_reply& lock = r.replies.at(0);
+    if (lock.type != probe_reply::kind::nil &&
+        !(lock.type == probe_reply::kind::string && lock.str == semaphore_mark))
+      return false;
     semaphore = semaphore || r.replies.at(1).integer > 0;
   }
   return semaphore;

@@ -12,8 +12,8 @@
 namespace redsync::cli {
 
 /// Whether NAME is a semaphore on these nodes: some node holds a permit of
-/// it and none holds the mutex NAME (a name used as both shows the mutex;
-/// -n shows the semaphore).
+/// it and no node's lock key holds anything but the permits' mark (a name
+/// held as a mutex on some node shows the mutex; -n shows the semaphore).
 bool is_semaphore(const std::vector<std::string>& uris, const std::string& name,
                   std::chrono::milliseconds timeout);
 

@@ -65,6 +65,16 @@ enum class errc {
   /// the name than this `Semaphore` was made with (its holders agreed on
   /// it); `result::reason` names both numbers.
   permits_mismatch,
+  /// An acquisition: the name is held as the other kind of lock on so many
+  /// nodes that no quorum was possible without them: a Mutex's name held by
+  /// a Semaphore's permits, or a Semaphore's name held (or reserved for a
+  /// waiter) by a Mutex. One name is never both at once on a node. Like
+  /// `busy`, each attempt counts as a refusal and is retried while tries and
+  /// the deadline allow (the other kind's holder may let go); this is the
+  /// error when the last attempt was refused for this reason.
+  /// `result::reason` names the name and the kind, e.g. `"jobs" is held as
+  /// a semaphore`, and each such node's `message` says the same.
+  kind_clash,
 };
 
 /// The `redsync` error category.

@@ -85,7 +85,8 @@ class REDSYNC_API Mutex {
   /// succeeds when a quorum (N/2+1) agreed and `expiry - elapsed - drift > 0`;
   /// a failed attempt is released on every node before the next one.
   /// Errors: busy, no_quorum, validity_elapsed, cancelled, deadline_exceeded,
-  /// already_held; with `mutex_options::reentrant`, a re-entry sends nothing
+  /// already_held, kind_clash (a Semaphore's permits hold the name: retried
+  /// like busy first); with `mutex_options::reentrant`, a re-entry sends nothing
   /// and fails only with lost or expired (docs/api.md, "Reentrancy").
   result lock(const context& ctx);
   /// One attempt of `lock` (no retries).

@@ -137,6 +137,12 @@ struct acquire_result {
 /// refuses a client whose k differs: such an acquisition fails with
 /// `errc::permits_mismatch`, its reason naming both numbers.
 ///
+/// A name is a Mutex's or a Semaphore's, never both at once: while a Mutex
+/// holds the name (or has it reserved for a waiter) a permit is refused, and
+/// while a permit is live a Mutex is; the refusal is retried like a busy
+/// node's, and the call fails with `errc::kind_clash` when it was what stood
+/// in the way at the end (docs/api.md, "A name is one kind at a time").
+///
 /// Waiting: a blocking `acquire` that is refused waits for the retry delay,
 /// or until releases were announced by a quorum of nodes (pub/sub), and
 /// then tries again. There is no queue: a waiter may be overtaken by later
@@ -163,7 +169,7 @@ class REDSYNC_API Semaphore {
   /// once, succeeding when `quorum()` nodes granted it and validity =
   /// expiry - elapsed - drift is positive. A failed attempt is undone on
   /// every node (those that did not answer included) before the next one.
-  /// Errors: busy, no_quorum, permits_mismatch, validity_elapsed,
+  /// Errors: busy, no_quorum, permits_mismatch, kind_clash, validity_elapsed,
   /// deadline_exceeded, cancelled, shutting_down, would_deadlock. Throws
   /// `std::logic_error` on a moved-from Semaphore (so do the other calls
   /// that start an acquisition).

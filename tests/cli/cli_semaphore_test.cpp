@@ -5,7 +5,9 @@
 // from the nodes', bad values of -n.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -80,6 +82,85 @@ std::vector<std::string> lock_args(const cluster& c, std::vector<std::string> op
 }  // namespace
 
 TEST_SUITE("cli") {
+  TEST_CASE(
+      "cli: lock NAME and lock -n 1 NAME never hold NAME at once, and the one refused says it is held as the "
+      "other kind") {
+    cluster nodes(3);
+    temp_dir dir;
+    const std::string name = "cli-kind-clash";
+    const std::string mark("\0redsync:semaphore\0", 19);
+
+    // A mutex holds: a permit is refused, in one try and within a wait.
+    cli_process mutex_holder(lock_args(nodes, {}, name, recording_command("m")), dir.path());
+    REQUIRE(wait_until([&] { return read_file(dir.file("m")).has_value(); }, 15s));
+    for (const std::string wait : {"0", "1s"}) {
+      CAPTURE(wait);
+      auto refused =
+          run_cli(lock_args(nodes, {"-n", "1", "--wait", wait}, name, {"touch", "ran"}), dir.path());
+      INFO(show(refused));
+      CHECK(refused.status == not_acquired_status);
+      CHECK(contains(refused.err, "could not acquire a permit of semaphore \"cli-kind-clash\" (1 permits)"));
+      CHECK(contains(refused.err, "\"cli-kind-clash\" is held as a mutex on 3/3 nodes"));
+      CHECK_FALSE(read_file(dir.file("ran")).has_value());
+    }
+    CHECK(nodes_with_permits(nodes, name) == 0);
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    auto released = mutex_holder.wait(15s);
+    INFO(show(released));
+    REQUIRE(released.status == 0);
+    std::remove(dir.file("go").c_str());
+
+    // A permit holds: the mutex is refused, in one try and within a wait.
+    cli_process permit_holder(lock_args(nodes, {"-n", "1"}, name, recording_command("s")), dir.path());
+    REQUIRE(wait_until([&] { return read_recorded(dir.file("s")).has_value(); }, 15s));
+    for (std::size_t i = 0; i < nodes.size(); ++i) CHECK(redis_client(nodes[i]).get(name) == mark);
+    for (const std::string wait : {"0", "1s"}) {
+      CAPTURE(wait);
+      auto refused = run_cli(lock_args(nodes, {"--wait", wait}, name, {"touch", "ran"}), dir.path());
+      INFO(show(refused));
+      CHECK(refused.status == not_acquired_status);
+      CHECK(contains(refused.err, "could not acquire lock \"cli-kind-clash\""));
+      CHECK(contains(refused.err, "\"cli-kind-clash\" is held as a semaphore on 3/3 nodes"));
+      CHECK_FALSE(read_file(dir.file("ran")).has_value());
+    }
+    // `redsync status` shows the semaphore, not a mutex held by its mark.
+    auto status = run_cli({"status", nodes_arg(nodes), name}, dir.path(), 10s);
+    INFO(show(status));
+    CHECK(contains(status.out, "semaphore \"cli-kind-clash\": 1 permits, 1 held"));
+    { std::ofstream(dir.file("go")) << "go\n"; }
+    auto let_go = permit_holder.wait(15s);
+    INFO(show(let_go));
+    REQUIRE(let_go.status == 0);
+
+    // Once the permit is released, the mutex gets the name.
+    auto granted = run_cli(lock_args(nodes, {"--wait", "10s"}, name, {"touch", "ran"}), dir.path());
+    INFO(show(granted));
+    CHECK(granted.status == 0);
+    CHECK(read_file(dir.file("ran")).has_value());
+  }
+
+  TEST_CASE("cli: mutex and permit holders of one name started together take turns, never overlapping") {
+    cluster nodes(3);
+    temp_dir dir;
+    const std::string name = "cli-kind-turns";
+    // Each command notes an overlap if another is inside, then stays a while.
+    const std::vector<std::string> critical{
+        "sh", "-c",
+        "if [ -e inside ]; then touch overlap; fi; touch inside; sleep 0.3; rm -f inside; touch \"done.$$\""};
+    std::vector<std::unique_ptr<cli_process>> runs;
+    for (int i = 0; i < 4; ++i) {
+      std::vector<std::string> options{"--wait", "60s"};
+      if (i % 2 == 1) options.insert(options.begin(), {"-n", "1"});
+      runs.push_back(std::make_unique<cli_process>(lock_args(nodes, options, name, critical), dir.path()));
+    }
+    for (auto& r : runs) {
+      auto o = r->wait(90s);
+      INFO(show(o));
+      CHECK(o.status == 0);
+    }
+    CHECK_FALSE(read_file(dir.file("overlap")).has_value());
+  }
+
   TEST_CASE(
       "cli: lock -n 2 lets two commands hold a permit at once, each with its own slot, and not a third") {
     cluster nodes(3);

@@ -122,6 +122,10 @@ void classify(const reply& r) {
   const auto answer = read_semaphore_answer(r);
   if (granted != node_status::reply_error) check(answer.has_value(), "a counted semaphore answer unreadable");
   if (answer && answer->stored_permits) check(granted == node_status::reply_error, "a mismatch counted");
+  // A refusal for the other kind (rule X) is a refusal, never a yes.
+  if (semaphore_held_as_mutex(r)) check(granted == node_status::taken, "a name held as a mutex not refused");
+  if (acquire_held_as_semaphore(r))
+    check(acquire == node_status::taken, "a name held as a semaphore not refused");
   // EXEC's answer to the acquisition transaction: a yes only where SET won,
   // and then in the script's shape.
   const reply fast = fast_acquire_answer(reply(r));  // a copy: r is checked against it below

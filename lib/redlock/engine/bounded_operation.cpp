@@ -77,6 +77,9 @@ void bounded_operation::finish(errc why, std::string reason) {
   r.attempts = attempts_;
   r.elapsed = duration_cast<microseconds>(clock::now() - started_at_);
   r.reason = std::move(reason);
+  // A refusal because the name is held as the other kind says which name
+  // and which kind (the last round's words).
+  if (why == errc::kind_clash && r.reason.empty()) r.reason = std::move(last_.other_kind_why);
   // The stop callback may be running on another thread right now; its
   // destructor waits for it, and it only posts (never takes stop_mu_), so
   // this cannot deadlock.

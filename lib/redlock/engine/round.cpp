@@ -82,6 +82,10 @@ struct round_state {
                      r.value.elements[0].type == reply::kind::integer) {
             counts.integers[i] = r.value.elements[0].integer;
           }
+          if (n.status == node_status::taken && spec.other_kind && spec.other_kind(r.value)) {
+            if (counts.other_kind++ == 0) counts.other_kind_why = spec.other_kind_why;
+            n.message = spec.other_kind_why;
+          }
           if (n.status == node_status::ok && spec.exclude_yes &&
               spec.exclude_yes(i, r.value, r.served_by, counts.nodes, n.message))
             n.status = node_status::excluded;

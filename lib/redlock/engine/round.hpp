@@ -22,10 +22,19 @@ namespace redsync::detail {
 // server's error text for reply errors.
 using classify_fn = node_status (*)(const reply& value);
 
+// Whether a refusal (`taken`) says the name is held as the other kind of
+// lock (semaphore_scripts.hpp, rule X).
+using other_kind_fn = bool (*)(const reply& value);
+
 struct round_spec {
   // Sends the round's command to node `i` (its pool) and calls `done` once.
   std::function<void(std::size_t i, member_slot pool, command_callback done)> send;
   classify_fn classify = nullptr;
+  // An acquisition's: reads a refusal because the name is held as the other
+  // kind (counted in tally::other_kind, the node's message set to
+  // `other_kind_why`). May be null.
+  other_kind_fn other_kind = nullptr;
+  std::string other_kind_why{};
   // The slot of the call's keys (each member's `send` gets member_slot{member, slot}).
   std::uint16_t slot = 0;
   std::size_t quorum = 0;

@@ -6,6 +6,7 @@
 #include <redsync/error.hpp>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace redsync::detail {
@@ -20,6 +21,10 @@ struct tally {
   std::size_t failed = 0;   // reply_error, timeout, unreachable
   std::size_t pending = 0;  // not answered yet (not_awaited in the report)
   std::size_t excluded = 0;
+  // Of `taken`: refusals because the name is held as the other kind of lock
+  // (round_spec::other_kind), and what such a node's result says.
+  std::size_t other_kind = 0;
+  std::string other_kind_why{};
 
   // Nodes whose answer is known (not pending, not excluded).
   std::size_t answered() const noexcept { return ok + taken + missing + failed; }

@@ -12,6 +12,7 @@ errc holder_failure(const tally& t, std::size_t quorum) {
 
 errc acquire_failure(const tally& t, std::size_t n, std::size_t q) {
   if (t.ok >= q) return errc::validity_elapsed;
+  if (t.other_kind > n - q) return errc::kind_clash;
   const std::size_t unusable = t.failed + t.excluded + t.pending;
   if (t.taken > 0 && unusable <= n - q) return errc::busy;
   return errc::no_quorum;

@@ -24,7 +24,9 @@ errc holder_failure(const tally& t, std::size_t quorum);
 // Why an acquisition's attempt failed (a mutex's or a semaphore's, with
 // quorum q of n nodes). "busy" means the other holders are what stood in
 // the way: the nodes that failed or were left out could not have made up
-// the quorum on their own.
+// the quorum on their own. "kind_clash" means the refusals because the name
+// is held as the other kind did: without those nodes no quorum was
+// possible, whatever the others said.
 errc acquire_failure(const tally& t, std::size_t n, std::size_t q);
 
 }  // namespace redsync::detail

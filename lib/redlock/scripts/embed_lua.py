@@ -61,8 +61,8 @@ class Script(NamedTuple):
 # without the suffix (lua_script::cluster).
 SCRIPTS = {
     # The mutex's scripts that read a waiting line (scripts.cpp).
-    "acquire": Script(["acquire_head", "line_prelude", "acquire"]),
-    "acquire_cluster": Script(["acquire_head", "line_prelude", "mark_vote", "acquire"],
+    "acquire": Script(["acquire_head", "line_prelude", "kind_mark", "acquire"]),
+    "acquire_cluster": Script(["acquire_head", "line_prelude", "kind_mark", "mark_vote", "acquire"],
                               [mark_key_last, cluster_publish, acquire_votes]),
     "release": Script(["release_head", "line_prelude", "release"]),
     "release_cluster": Script(["release_head", "line_prelude", "release"], [cluster_publish]),
@@ -75,15 +75,17 @@ SCRIPTS = {
     "fence": Script(["fence"]),
     "record_read": Script(["record_read"]),
     "record_stamp": Script(["record_stamp"]),
-    # The semaphore's (semaphore_scripts.cpp).
-    "semaphore_acquire": Script(["semaphore_prelude", "semaphore_acquire"]),
-    "semaphore_acquire_cluster": Script(["semaphore_prelude", "mark_vote", "semaphore_acquire"], [semaphore_votes]),
-    "semaphore_acquire_count_only": Script(["semaphore_prelude", "semaphore_acquire"], [count_only]),
-    "semaphore_acquire_count_only_cluster": Script(["semaphore_prelude", "mark_vote", "semaphore_acquire"],
-                                                   [count_only, semaphore_votes]),
-    "semaphore_release": Script(["semaphore_prelude", "semaphore_release"]),
-    "semaphore_release_cluster": Script(["semaphore_prelude", "semaphore_release"], [cluster_publish]),
-    "semaphore_extend": Script(["semaphore_prelude", "semaphore_extend"]),
+    # The semaphore's (semaphore_scripts.cpp). Every one but the fencing
+    # write-back keeps the name's kind mark (kind_mark.lua) with its permits.
+    "semaphore_acquire": Script(["kind_mark", "semaphore_prelude", "semaphore_acquire"]),
+    "semaphore_acquire_cluster": Script(["kind_mark", "semaphore_prelude", "mark_vote", "semaphore_acquire"],
+                                        [semaphore_votes]),
+    "semaphore_acquire_count_only": Script(["kind_mark", "semaphore_prelude", "semaphore_acquire"], [count_only]),
+    "semaphore_acquire_count_only_cluster": Script(["kind_mark", "semaphore_prelude", "mark_vote",
+                                                    "semaphore_acquire"], [count_only, semaphore_votes]),
+    "semaphore_release": Script(["kind_mark", "semaphore_prelude", "semaphore_release"]),
+    "semaphore_release_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_release"], [cluster_publish]),
+    "semaphore_extend": Script(["kind_mark", "semaphore_prelude", "semaphore_extend"]),
     "semaphore_fence": Script(["semaphore_fence"]),
 }
 

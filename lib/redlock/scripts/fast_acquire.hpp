@@ -9,10 +9,15 @@
 // Why it is as safe as the script (the arguments the acquire script, fencing
 // and node_trust rely on, one by one):
 //  - Mutual exclusion: the key is set only by SET NX, which fails while the
-//    key holds any value: a holder's, or a reservation a release left for
-//    the head of the waiting line (scripts.hpp: release_script). Only the
+//    key holds any value: a holder's, a reservation a release left for
+//    the head of the waiting line (scripts.hpp: release_script), or the
+//    kind mark of a semaphore's live permits (semaphore_scripts.hpp, rule
+//    X: a name is never a mutex and a semaphore at once). Only the
 //    acquire script converts a reservation: for the waiter it names, or for
-//    anyone once that waiter has left the line.
+//    anyone once that waiter has left the line. The transaction's nil does
+//    not say which: a waiting lock learns it from the script that follows
+//    (-5 for the mark); a try_lock, which sends no script after it, reads
+//    the mark as busy.
 //  - Fencing: EXEC runs the queued commands as one step, so the counter is
 //    incremented after our SET NX succeeded and before any other command
 //    on the node: the token is read in the same atomic step as the win, as in

@@ -35,6 +35,10 @@ node_status classify_acquire(const reply& r) {
   return node_status::reply_error;
 }
 
+bool acquire_held_as_semaphore(const reply& r) {
+  return r.type == reply::kind::integer && r.integer == -5;
+}
+
 node_status classify_three_way(const reply& r) {
   if (r.type != reply::kind::integer) return node_status::reply_error;
   if (r.integer == 1) return node_status::ok;

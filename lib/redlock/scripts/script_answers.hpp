@@ -22,6 +22,11 @@ namespace redsync::detail {
 // taken where it did not (a negative number, or nil); else reply_error.
 node_status classify_acquire(const reply& r);
 
+// acquire_script refused because a name is held as a semaphore (-5, rule X
+// of semaphore_scripts.hpp). The transaction cannot tell (its SET NX just
+// fails, nil): a waiting lock learns it from the script that follows.
+bool acquire_held_as_semaphore(const reply& r);
+
 // release_script, extend_script and check_script: 1 ok, 0 missing, -1
 // taken; else reply_error.
 node_status classify_three_way(const reply& r);

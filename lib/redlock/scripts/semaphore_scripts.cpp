@@ -4,6 +4,7 @@
 
 #include "redlock/scripts/semaphore_scripts.hpp"
 
+#include "redlock/scripts/cluster_keys.hpp"
 #include "redlock/scripts/script_cache.hpp"
 
 #include <charconv>
@@ -33,6 +34,9 @@ std::string semaphore_set_key(std::string_view name) {
 }
 std::string semaphore_permits_key(std::string_view name) {
   return semaphore_set_key(name) + ":permits";
+}
+std::string cluster_semaphore_set_key(std::string_view name) {
+  return "redsync:sem:" + cluster_lock_key(name);
 }
 std::string semaphore_channel(std::string_view name) {
   return "redsync:sem-release:" + std::string(name);
@@ -69,7 +73,13 @@ node_status classify_semaphore_acquire(const reply& r) {
   if (r.elements[0].integer > 0 && granted_shape) return node_status::ok;
   const bool listed = r.elements.back().type == reply::kind::string;
   if (r.elements[0].integer == -1 && r.elements.size() == 2 && listed) return node_status::taken;
+  if (semaphore_held_as_mutex(r)) return node_status::taken;
   return node_status::reply_error;
+}
+
+bool semaphore_held_as_mutex(const reply& r) {
+  return r.type == reply::kind::array && r.elements.size() == 1 &&
+         r.elements[0].type == reply::kind::integer && r.elements[0].integer == -3;
 }
 
 std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
@@ -77,6 +87,10 @@ std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
     return std::nullopt;
   const long long first = r.elements[0].integer;
   semaphore_answer a;
+  if (semaphore_held_as_mutex(r)) {
+    a.held_as_mutex = true;
+    return a;
+  }
   if (first == -2 && r.elements.size() == 2 && r.elements[1].type == reply::kind::integer) {
     a.stored_permits = r.elements[1].integer;
     return a;

@@ -6,10 +6,13 @@
 // Per semaphore name S, each node keeps, all in one hash tag {S}:
 //   set_key(S)      a sorted set: member "<slot>:<permit id>", score the
 //                   server ms at which that permit expires;
-//   permits_key(S)  the number of permits k the holders agreed on.
-// Both live exactly as long as the latest permit in the set (every write
-// sets both TTLs to it), so a semaphore nobody holds leaves nothing behind,
-// and its k can change once every permit has ended.
+//   permits_key(S)  the number of permits k the holders agreed on;
+// and, in the name's lock key (the key a Mutex named S sets: S itself on a
+// standalone node, cluster_lock_key(S) on a cluster member, whose hash tag
+// is the set's), the kind mark (lua/kind_mark.lua: a value no client can
+// use). All three live exactly as long as the latest permit in the set
+// (every write sets their TTLs to it), so a semaphore nobody holds leaves
+// nothing behind, and its k can change once every permit has ended.
 // The fencing counter is the node record's (scripts.hpp: record_key), the
 // mutex's own, with the same answer so node_trust judges the vote the same
 // way (restart guard, repair of the counter).
@@ -22,7 +25,18 @@
 //      holders of one slot at once would share a node that refused one);
 //   T  a grant increments the record's counter, as the mutex's acquire does;
 //   M  a client whose k differs from the stored k is refused while any
-//      permit is live (a quorum of it would meet every live holder's).
+//      permit is live (a quorum of it would meet every live holder's);
+//   X  (kind) a name is never held as a mutex and as a semaphore at once:
+//      while a permit is live the lock key holds the kind mark, on which a
+//      Mutex's SET NX fails (the MULTI/EXEC transaction's too:
+//      fast_acquire.hpp) and its acquire script answers -5; and a permit is
+//      granted only while the lock key is absent or holds the mark (a
+//      holder's value or a waiter's reservation refuses it, {-3}). The
+//      mark is written and checked in the same atomic step as the grant,
+//      so on each node the two kinds exclude each other as two holders of
+//      one kind do. A Mutex's own scripts read the mark as a value that is
+//      not theirs: never deleted, extended or re-created over by them.
+//      Clients of versions without the mark neither write nor check it.
 
 #include "redlock/scripts/script_call.hpp"
 #include "transport/reply.hpp"
@@ -39,14 +53,20 @@ namespace redsync::detail {
 
 std::string semaphore_set_key(std::string_view name);
 std::string semaphore_permits_key(std::string_view name);
+// The set's key on a cluster member: "redsync:sem:" + cluster_lock_key(name),
+// so that the set, its permits key (+ ":permits") and the name's lock key,
+// where the kind mark is kept, share one hash tag and one slot.
+std::string cluster_semaphore_set_key(std::string_view name);
 // Where releases are announced (payload: the freed slot).
 std::string semaphore_channel(std::string_view name);
 // The set's member for a permit: "<slot>:<id>".
 std::string permit_member(std::uint32_t slot, std::string_view id);
 
-// KEYS = set, permits, record (and the server mark's key on a cluster
-// member: server_mark.hpp); ARGV = member, slot, k, expiry ms.
+// KEYS = set, permits, lock key, record (and the server mark's key on a
+// cluster member: server_mark.hpp); ARGV = member, slot, k, expiry ms.
 // Drops expired permits, then:
+//   {-3}                      the lock key holds anything but the kind mark:
+//                             held as a mutex (rule X), nothing written;
 //   {-2, stored k}            k differs from the stored k (rule M), nothing written;
 //   {-1, "s1,s2,..."}         k live permits, or the slot is live: refused;
 //   {token, record identity, ms since first seen unverified (-1 if never),
@@ -62,12 +82,12 @@ const lua_script& semaphore_acquire_script();
 // meta-test must see. Not in the function library, so eval mode only.
 const lua_script& semaphore_acquire_count_only_script();
 
-// KEYS = set, permits; ARGV = member, channel, "1" to announce the freed
+// KEYS = set, permits, lock key; ARGV = member, channel, "1" to announce the freed
 // slot on the channel (a holder's release) or "0" (the undo of a failed
 // attempt). Returns 1 if the permit was live and is now gone, else 0.
 const lua_script& semaphore_release_script();
 
-// KEYS = set, permits; ARGV = member, expiry ms. Returns 1 if the permit was
+// KEYS = set, permits, lock key; ARGV = member, expiry ms. Returns 1 if the permit was
 // live and now expires in `expiry`, else 0 (it is gone).
 const lua_script& semaphore_extend_script();
 
@@ -76,15 +96,20 @@ const lua_script& semaphore_extend_script();
 // least the token. Returns 1 if it was live, else 0.
 const lua_script& semaphore_fence_script();
 
-// The acquire script's answer: ok (granted), taken (refused), else
-// reply_error. A mismatch never reaches this: semaphore_answer() turns it
-// into an error reply first.
+// The acquire script's answer: ok (granted), taken (refused, for the
+// slots or because the name is held as a mutex), else reply_error. A
+// mismatch never reaches this: semaphore_answer() turns it into an error
+// reply first.
 node_status classify_semaphore_acquire(const reply& r);
+
+// The acquire script refused because the name is held as a mutex ({-3}).
+bool semaphore_held_as_mutex(const reply& r);
 
 // What an acquire answer says beyond its status.
 struct semaphore_answer {
   std::vector<std::uint32_t> others;        // live slots of other permits
   std::optional<long long> stored_permits;  // set when k differs (rule M)
+  bool held_as_mutex = false;               // {-3} (rule X): says nothing of the slots
 };
 // nullopt for a reply that is none of the acquire script's answers.
 std::optional<semaphore_answer> read_semaphore_answer(const reply& r);

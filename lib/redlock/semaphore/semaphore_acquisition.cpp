@@ -146,6 +146,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
           return !self->finished() && self->rounds_reported_ == round;
         },
         true);
+    spec.other_kind = semaphore_held_as_mutex;
+    spec.other_kind_why = fmt::format("\"{}\" is held as a mutex", st_->name);
     spec.send = [self = self(), send = std::move(spec.send), round = rounds_reported_](
                     std::size_t i, member_slot pool, command_callback done) {
       send(i, pool, [self, i, round, done = std::move(done)](command_result&& r) mutable {
@@ -167,7 +169,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   // Rule M: a node that stores another k answers an error naming both.
   void read_answer(std::size_t i, reply& r) {
     const auto a = read_semaphore_answer(r);
-    if (!a) return;
+    // Held as a mutex there (rule X): no slot is open on that node.
+    if (!a || a->held_as_mutex) return;
     if (a->stored_permits) {
       stored_[i] = *a->stored_permits;
       r.type = reply::kind::error;

@@ -21,11 +21,13 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       opts(std::move(o)),
       set_key(semaphore_set_key(name)),
       permits_key(semaphore_permits_key(name)),
+      mutex_key(name),
       channel(semaphore_channel(name)),
       clustered(e.has_cluster_members()),
       slot(clustered ? cluster_name_slot(name) : std::uint16_t{0}),
-      cluster_set_key(clustered ? "redsync:sem:" + cluster_lock_key(name) : std::string()),
+      cluster_set_key(clustered ? cluster_semaphore_set_key(name) : std::string()),
       cluster_permits_key(clustered ? cluster_set_key + ":permits" : std::string()),
+      cluster_mutex_key(clustered ? cluster_lock_key(name) : std::string()),
       cluster_channel(clustered ? semaphore_channel(cluster_lock_key(name)) : std::string()),
       cluster_record(clustered ? cluster_record_key(slot) : std::string()),
       cluster_server_mark(clustered ? cluster_server_mark_key(slot) : std::string()),
@@ -36,21 +38,24 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
 
 script_call semaphore_state::call(const lua_script& s, keys_of which, std::vector<std::string_view> args,
                                   std::size_t channel_arg) const {
-  const auto keys = [which](std::string_view set, std::string_view permits, std::string_view record,
+  const auto keys = [which](std::string_view set, std::string_view permits, std::string_view lock,
+                            std::string_view record,
                             std::string_view mark = {}) -> std::vector<std::string_view> {
     switch (which) {
       case keys_of::acquire:
-        if (!mark.empty()) return {set, permits, record, mark};
-        return {set, permits, record};
-      case keys_of::holder: return {set, permits};
+        if (!mark.empty()) return {set, permits, lock, record, mark};
+        return {set, permits, lock, record};
+      case keys_of::holder: return {set, permits, lock};
       case keys_of::fence: break;
     }
     return {set, record};
   };
-  script_call c = make_script_call(s, keys(set_key, permits_key, record_key), args);
+  script_call c = make_script_call(s, keys(set_key, permits_key, mutex_key, record_key), args);
   if (!clustered) return c;
   if (channel_arg < args.size()) args[channel_arg] = cluster_channel;
-  add_cluster_form(c, keys(cluster_set_key, cluster_permits_key, cluster_record, cluster_server_mark), args);
+  add_cluster_form(
+      c, keys(cluster_set_key, cluster_permits_key, cluster_mutex_key, cluster_record, cluster_server_mark),
+      args);
   return c;
 }
 

@@ -36,6 +36,9 @@ struct semaphore_state {
   const semaphore_options opts;
   const std::string set_key;
   const std::string permits_key;
+  // The name's lock key (the key a Mutex of the name sets: the name), where
+  // the permits keep the kind mark (semaphore_scripts.hpp, rule X).
+  const std::string mutex_key;
   const std::string channel;
   // On a cluster member (docs/cluster.md) the keys carry the name's hash
   // tag as a Mutex's do ("redsync:sem:" + cluster_lock_key(name), ...), and
@@ -45,6 +48,7 @@ struct semaphore_state {
   const std::uint16_t slot;
   const std::string cluster_set_key;
   const std::string cluster_permits_key;
+  const std::string cluster_mutex_key;  // cluster_lock_key(name): the set's hash tag, so its slot
   const std::string cluster_channel;
   const std::string cluster_record;
   const std::string cluster_server_mark;    // its server mark (server_mark.hpp)
@@ -57,8 +61,8 @@ struct semaphore_state {
   // shared, never changed after; false for every Semaphore of the API.
   bool count_only = false;
 
-  // Script KEYS, views into the keys above: acquire = set, permits,
-  // record; holder = set, permits; fence = set, record.
+  // Script KEYS, views into the keys above: acquire = set, permits, lock
+  // key, record; holder = set, permits, lock key; fence = set, record.
   enum class keys_of { acquire, holder, fence };
   // `s` with these KEYS and `args`, plus its cluster form when the set has
   // cluster members (the cluster keys; the argument at `channel_arg`, if

@@ -400,9 +400,9 @@ TEST_SUITE("semaphore") {
     const auto& script = redsync::detail::semaphore_acquire_script();
     const auto grant = [&](std::size_t node, const char* member, const char* slot) {
       redis_client cl(c[node]);
-      const auto r =
-          cl.command({"EVAL", std::string(script.source), "3", "redsync:sem:{" + name + "}",
-                      "redsync:sem:{" + name + "}:permits", "redsync:node", member, slot, "2", "60000"});
+      const auto r = cl.command({"EVAL", std::string(script.source), "4", "redsync:sem:{" + name + "}",
+                                 "redsync:sem:{" + name + "}:permits", name, "redsync:node", member, slot,
+                                 "2", "60000"});
       REQUIRE(r.type == redis_client::reply::kind::array);
       return r.elements.at(0).integer > 0;
     };

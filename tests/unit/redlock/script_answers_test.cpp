@@ -46,6 +46,13 @@ TEST_CASE("an acquisition is a yes for a positive token, taken for a negative nu
   CHECK(classify_acquire(parse("+OK\r\n")) == node_status::reply_error);
 }
 
+TEST_CASE("an acquisition refused because a name is held as a semaphore is taken, and says so (-5)") {
+  CHECK(classify_acquire(parse(":-5\r\n")) == node_status::taken);
+  CHECK(acquire_held_as_semaphore(parse(":-5\r\n")));
+  for (const char* other : {":-1\r\n", ":-2\r\n", ":-3\r\n", ":-4\r\n", "$-1\r\n", "*1\r\n:-5\r\n"})
+    CHECK_FALSE(acquire_held_as_semaphore(parse(other)));
+}
+
 TEST_CASE("release, extend and check answers are 1 ok, 0 missing, -1 taken, anything else an error") {
   CHECK(classify_three_way(parse(":1\r\n")) == node_status::ok);
   CHECK(classify_three_way(parse(":0\r\n")) == node_status::missing);

@@ -13,6 +13,7 @@ using redsync::detail::classify_semaphore_acquire;
 using redsync::detail::permit_member;
 using redsync::detail::read_semaphore_answer;
 using redsync::detail::reply;
+using redsync::detail::semaphore_held_as_mutex;
 using redsync::detail::semaphore_permits_key;
 using redsync::detail::semaphore_set_key;
 
@@ -62,6 +63,21 @@ TEST_CASE("a mismatch carries the stored number of permits") {
   REQUIRE(a->stored_permits);
   CHECK(*a->stored_permits == 3);
   CHECK(classify_semaphore_acquire(mismatch) == node_status::reply_error);
+}
+
+TEST_CASE("a refusal because the name is held as a mutex is taken, says so, and lists no slot") {
+  const reply held = array({integer(-3)});
+  CHECK(classify_semaphore_acquire(held) == node_status::taken);
+  CHECK(semaphore_held_as_mutex(held));
+  const auto a = read_semaphore_answer(held);
+  REQUIRE(a);
+  CHECK(a->held_as_mutex);
+  CHECK(a->others.empty());
+  CHECK_FALSE(a->stored_permits);
+  CHECK_FALSE(read_semaphore_answer(array({integer(-1), text("0")}))->held_as_mutex);
+  CHECK_FALSE(semaphore_held_as_mutex(array({integer(-1), text("0")})));
+  CHECK_FALSE(semaphore_held_as_mutex(array({integer(-3), text("")})));
+  CHECK_FALSE(semaphore_held_as_mutex(integer(-3)));
 }
 
 TEST_CASE("anything else is a reply error and no answer") {

@@ -1,7 +1,7 @@
 -- The acquisition: SET on every name and the node's fencing counter in one
 -- atomic step, and the caller's place in the lines. See scripts.hpp for
--- KEYS, ARGV, the answers and the line's rules. Sent after acquire_head.lua
--- and line_prelude.lua. On a cluster member the yes goes through
+-- KEYS, ARGV, the answers and the line's rules. Sent after acquire_head.lua,
+-- line_prelude.lua and kind_mark.lua. On a cluster member the yes goes through
 -- mark_vote.lua's vote(), which appends the server mark (embed_lua.py:
 -- acquire_votes).
 
@@ -79,6 +79,14 @@ if won then
     redis.call('HSET', record, 'window', window)
   end
   return {token, stamp[1] or '', age, window, in_line}
+end
+-- Rule X: a name a semaphore's permits hold (its lock key holds the kind
+-- mark) refuses us with -5, before we join or refresh any line: nothing
+-- here will hand it to a waiter (only the semaphore's last release frees it).
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) == semaphore_mark then
+    return -5
+  end
 end
 if mode == '0' then
   for i = 1, n do

@@ -1,8 +1,16 @@
--- The semaphore's acquisition, sent after semaphore_prelude.lua. On a
--- cluster member mark_vote.lua comes between them and a grant goes through
--- vote() (embed_lua.py: semaphore_votes). The TEST ONLY count-only variant
--- drops the slot test (embed_lua.py: count_only).
+-- The semaphore's acquisition, sent after kind_mark.lua and
+-- semaphore_prelude.lua. On a cluster member mark_vote.lua comes between
+-- them and a grant goes through vote() (embed_lua.py: semaphore_votes). The
+-- TEST ONLY count-only variant drops the slot test (embed_lua.py:
+-- count_only).
 
+-- Rule X first: the name's lock key holds a Mutex's value or a waiter's
+-- reservation (anything but our kind mark): held as a mutex, refused,
+-- nothing written.
+local held = redis.call('GET', KEYS[3])
+if held and held ~= semaphore_mark then
+  return {-3}
+end
 local member, slot, k = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 local stored = redis.call('GET', KEYS[2])
@@ -26,8 +34,9 @@ if slot_live or count >= k then
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), member)
 redis.call('SET', KEYS[2], ARGV[3])
+redis.call('SET', KEYS[3], semaphore_mark)
 keep_until_last()
-local record = KEYS[3]
+local record = KEYS[4]
 local token = redis.call('HINCRBY', record, 'fence', 1)
 local stamp = redis.call('HMGET', record, 'run', 'since', 'window')
 local age = -1

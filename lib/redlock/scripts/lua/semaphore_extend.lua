@@ -1,4 +1,5 @@
--- The semaphore's extension, sent after semaphore_prelude.lua.
+-- The semaphore's extension, sent after kind_mark.lua and
+-- semaphore_prelude.lua.
 
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0

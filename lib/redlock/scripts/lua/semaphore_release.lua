@@ -1,5 +1,6 @@
--- The semaphore's release, sent after semaphore_prelude.lua. The cluster
--- variant publishes with SPUBLISH (embed_lua.py: cluster_publish).
+-- The semaphore's release, sent after kind_mark.lua and
+-- semaphore_prelude.lua. The cluster variant publishes with SPUBLISH
+-- (embed_lua.py: cluster_publish).
 
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 keep_until_last()
