@@ -100,8 +100,11 @@ void waiting_line::on_attempt_answered(const tally& t) {
     if (status == node_status::taken) {
       // -1/-2: in line (-2: at the head of every line); -3/-4: the same,
       // put back at the end of a line that had lost us. nil: not waiting.
+      // -5 (held as a semaphore): the script returned before joining or
+      // leaving any line, so our place there is what it was (a line we
+      // were in still lists us, and leave() must still go there).
       const long long v = t.integers[i];
-      places_[i] = v >= -4 && v <= -1 ? place::in : place::out;
+      if (v != -5) places_[i] = v >= -4 && v <= -1 ? place::in : place::out;
       if (v == -2 || v == -4) first_ = true;
       if (v == -3 || v == -4) evicted = true;
     } else if ((status == node_status::ok || status == node_status::excluded) && open_[i]) {

@@ -106,9 +106,11 @@ inline constexpr std::string_view record_key = "redsync:node";
 // -1 (busy, others ahead), -4/-3 (the same, and we were put back at the end
 // of a line: our arrival is now `fresh arrival`), nil (busy, not
 // waiting), or -5: a name is held as a semaphore (its key holds the kind
-// mark, semaphore_scripts.hpp rule X), answered before any line is joined
-// or refreshed, whatever the mode: the semaphore has no line to hand the
-// name over, so a waiter would only hold a place nobody serves.
+// mark, semaphore_scripts.hpp rule X), answered before the caller joins a
+// line or refreshes its lease, whatever the mode (only rule A may have
+// moved it back in a line it was already in, which it still leaves when it
+// gives up): the semaphore has no line to hand the name over, so a new
+// waiter would only hold a place nobody serves.
 const lua_script& acquire_script();
 
 // Leaving the waiting lines. KEYS and ARGV as release_script's (ARGV[2]
