@@ -171,6 +171,23 @@ void check_durable_fields(const mutex_options& o) {
   }
 }
 
+// A name is a key on the nodes (a mutex SETs it; a semaphore keeps its kind
+// mark there), and its line keys are NAME:redsync-line and
+// NAME:redsync-leases: a name that is one of redsync's own keys would write
+// over the node record, a semaphore's set or another name's line (a
+// WRONGTYPE in a holder's release, or two holders of one name).
+void check_name(std::string_view what, std::string_view name) {
+  if (name.empty()) {
+    fail("{} name = \"\": must not be empty", what);
+  }
+  if (name.starts_with("redsync:") || name.ends_with(":redsync-line") || name.ends_with(":redsync-leases")) {
+    fail(
+        "{} name = \"{}\": names that start with \"redsync:\" or end with \":redsync-line\" or "
+        "\":redsync-leases\" are redsync's own keys",
+        what, name);
+  }
+}
+
 }  // namespace
 
 void check_node_options(const node_options& node) {
@@ -225,9 +242,7 @@ void check_redsync_options(const redsync_options& options) {
 }
 
 void check_mutex_options(std::string_view name, const mutex_options& options) {
-  if (name.empty()) {
-    fail("mutex name = \"\": must not be empty");
-  }
+  check_name("mutex", name);
   check_timing("mutex_options", options.expiry, options.tries, options.drift_factor, options.timeout_factor);
   check_retry_delay("mutex_options", options.retry_delay);
   if (options.value) {
@@ -250,9 +265,7 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
 }
 
 void check_semaphore_options(std::string_view name, const semaphore_options& options) {
-  if (name.empty()) {
-    fail("semaphore name = \"\": must not be empty");
-  }
+  check_name("semaphore", name);
   check_timing("semaphore_options", options.expiry, options.tries, options.drift_factor,
                options.timeout_factor);
   check_retry_delay("semaphore_options", options.retry_delay);

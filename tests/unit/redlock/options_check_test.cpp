@@ -3,6 +3,7 @@
 
 #include <redsync/error.hpp>
 #include <redsync/options.hpp>
+#include <redsync/semaphore_options.hpp>
 
 #include <doctest/doctest.h>
 
@@ -159,6 +160,25 @@ TEST_CASE("default mutex options are accepted") {
 TEST_CASE("the mutex name must not be empty") {
   CHECK_THROWS_WITH_AS(check_mutex_options("", mutex_options{}), doctest::Contains("mutex name = \"\""),
                        config_error);
+}
+
+TEST_CASE("a name that is one of redsync's own keys is refused, naming it, for a mutex and a semaphore") {
+  for (const char* name :
+       {"redsync:node", "redsync:sem:{jobs}", "jobs:redsync-line", "jobs:redsync-leases"}) {
+    CAPTURE(name);
+    const std::string as_mutex = "mutex name = \"" + std::string(name) + "\"";
+    const std::string as_semaphore = "semaphore name = \"" + std::string(name) + "\"";
+    CHECK_THROWS_WITH_AS(check_mutex_options(name, mutex_options{}), doctest::Contains(as_mutex.c_str()),
+                         config_error);
+    CHECK_THROWS_WITH_AS(check_semaphore_options(name, redsync::semaphore_options{}),
+                         doctest::Contains(as_semaphore.c_str()), config_error);
+  }
+  // Only the prefix and the two suffixes: a name merely containing them is fine.
+  for (const char* name : {"jobs:redsync", "my-redsync:jobs", "jobs:redsync-line:x", "Redsync:jobs"}) {
+    CAPTURE(name);
+    CHECK_NOTHROW(check_mutex_options(name, mutex_options{}));
+    CHECK_NOTHROW(check_semaphore_options(name, redsync::semaphore_options{}));
+  }
 }
 
 TEST_CASE("expiry must be positive") {
