@@ -23,11 +23,13 @@ local function keep_until_last()
     end
     return
   end
-  -- The last permit's own instant (server ms), not a TTL from `now`: the
-  -- keys then go exactly when it does, however long the script ran.
-  local at = last[2]
-  redis.call('PEXPIREAT', KEYS[1], at)
-  redis.call('PEXPIREAT', KEYS[2], at)
+  -- A TTL, not an instant: PEXPIREAT is not among the commands the
+  -- documented ACL grants. A server that counts it from the live clock
+  -- (7.0) expires the keys a script's run time after the last permit,
+  -- never before it.
+  local ttl = tonumber(last[2]) - now
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
   if held == false then
     -- The mark went while permits live (deleted by hand, or by a client
     -- without it): put it back. The key is empty, so no mutex holds the
@@ -38,6 +40,6 @@ local function keep_until_last()
     end
   end
   if held == semaphore_mark then
-    redis.call('PEXPIREAT', KEYS[3], at)
+    redis.call('PEXPIRE', KEYS[3], ttl)
   end
 end
