@@ -33,7 +33,10 @@ result run_blocking(detail::mutex_state& st, op_kind kind, const context& ctx,
   dropped.error = make_error_code(errc::shutting_down);
   return detail::call_blocking<result>(
       st.eng.loop(),
-      [&](Mutex::callback done) { st.submit(kind, ctx, std::move(value), std::move(done), extend_to); },
+      [&](Mutex::callback done) {
+        st.submit(kind, detail::mutex_state::origin::blocking, ctx, std::move(value), std::move(done),
+                  extend_to);
+      },
       std::move(dropped));
 }
 
@@ -41,7 +44,7 @@ void run_async(detail::mutex_state& st, op_kind kind, const context& ctx, Mutex:
                std::chrono::milliseconds extend_to = {}) {
   std::string value;
   if (kind == op_kind::acquire || kind == op_kind::try_acquire) value = st.make_value();
-  st.submit(kind, ctx, std::move(value), std::move(done), extend_to);
+  st.submit(kind, detail::mutex_state::origin::async, ctx, std::move(value), std::move(done), extend_to);
 }
 
 std::future<result> run_future(detail::mutex_state& st, op_kind kind, const context& ctx,
@@ -108,7 +111,7 @@ Mutex::~Mutex() {
   // Do not leave the lock blocking others until it expires: release it in the
   // background (the state lives on inside the operation). Also while the
   // Redsync shuts down: the release may still go out then (its may_start).
-  if (held) state_->submit(op_kind::release, {}, {}, nullptr);
+  if (held) state_->submit(op_kind::release, detail::mutex_state::origin::destructor, {}, {}, nullptr);
 }
 
 result Mutex::lock(const context& ctx) {

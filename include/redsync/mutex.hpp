@@ -45,9 +45,9 @@ struct mutex_state;
 ///
 /// Not reentrant by default: `lock` on a mutex that already holds the lock
 /// reports `errc::already_held` instead of acquiring twice. With
-/// `mutex_options::reentrant`, the thread that acquired it may lock it again
-/// (a hold counted locally, nothing sent; the last `unlock` releases):
-/// docs/api.md, "Reentrancy".
+/// `mutex_options::reentrant`, the thread that acquired it in a blocking call
+/// may lock it again with one (a hold counted locally, nothing sent; the last
+/// `unlock` releases): docs/api.md, "Reentrancy".
 ///
 /// Moved from, a `Mutex` may only be assigned to or destroyed: any other call
 /// throws `std::logic_error` saying so, except the `noexcept` ones (`name()`
@@ -56,8 +56,9 @@ struct mutex_state;
 /// Thread safety: a `Mutex` is one holder; give each thread that contends for
 /// a name its own `Mutex` (they are cheap). Calls on one `Mutex` are
 /// serialized internally, so concurrent calls do not corrupt it, but they act
-/// as the same holder (a `reentrant` mutex is re-entered only by the thread
-/// that acquired it; another thread's `lock` reports `already_held`). Blocking calls may be made from any
+/// as the same holder (a `reentrant` mutex is re-entered only by a blocking
+/// call of the thread that acquired it; another thread's `lock` reports
+/// `already_held`). Blocking calls may be made from any
 /// thread except the loop thread of an application-owned loop.
 class REDSYNC_API Mutex {
  public:

@@ -317,14 +317,16 @@ struct mutex_options {
   // -- ownership (docs/api.md, "Reentrancy") ----------------------------------
 
   /// Reentrant, as `std::recursive_mutex`: the owner is this `Mutex` object
-  /// and the thread that acquired it. A `lock`/`try_lock` (or an async or
-  /// future form started) on that thread while the lock is held adds a hold:
+  /// and the thread that acquired it in a blocking call. A blocking
+  /// `lock`/`try_lock` on that thread while the lock is held adds a hold:
   /// nothing is sent, and `value()`, `until()` and `token()` stay as they
   /// are; each `unlock` takes one hold, the last one releases. A re-entry
   /// fails with `errc::lost` once the lock was lost, or `errc::expired` once
-  /// `until()` has passed, and the count starts over. Another thread's
-  /// `lock` on this `Mutex` reports `errc::already_held` while the owner
-  /// holds it, and another `Mutex` of the same name contends as usual.
+  /// `until()` has passed; the holds stay owed until the owner's unlocks
+  /// pay them, and until then nobody acquires afresh. Asynchronous, future
+  /// and Asio calls never re-enter (several tasks share a thread). Another
+  /// thread's `lock` on this `Mutex` reports `errc::already_held` while the
+  /// owner holds it, and another `Mutex` of the same name contends as usual.
   /// Default false: a `lock` on a held mutex reports `errc::already_held`.
   bool reentrant = false;
 };

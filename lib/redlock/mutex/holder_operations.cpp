@@ -53,6 +53,7 @@ class release_operation final : public mutex_operation {
   release_operation(std::shared_ptr<mutex_state> st, context ctx, std::function<void(result)> done,
                     bool every_hold)
       : mutex_operation(std::move(st), std::move(ctx), std::move(done)),
+        every_hold_(every_hold),
         steps_(holder_rules_of(*st_, eng_, holder_call::release, st_->opts.expiry, st_->drift, every_hold)) {}
 
   // Cleanup still goes out at shutdown (the engine waits for its replies,
@@ -99,7 +100,7 @@ class release_operation final : public mutex_operation {
     const auto next = steps_.start(clock::now(), ctx_.deadline, facts());
     if (next.what == holder_kind::finish && next.drop_hold) {
       drop_hold();
-      return finish({});
+      return finish(verdict_of(next));
     }
     let_go();
     if (next.what != holder_kind::send_release) return finish(verdict_of(next));
@@ -133,24 +134,29 @@ class release_operation final : public mutex_operation {
     return f;
   }
 
-  // Reentrant: one of several holds let go; the lock stays as it is.
+  // Reentrant: one of the holds owed let go, with nothing sent (the lock
+  // stays as it is, or was released by an earlier unlock).
   void drop_hold() {
     dropped_hold_ = true;
     std::lock_guard lk(st_->mu);
-    if (st_->holds > 1) --st_->holds;
+    if (st_->holds > 0) --st_->holds;
   }
 
   // The caller lets go: from here held() is false, whatever the release's
-  // outcome, so a new lock() acquires afresh (every hold of a reentrant
-  // mutex with it; its watchdog stops now, see before_queue). The value is
-  // kept (and `released` stays false until a quorum confirmed it), so a
-  // repeated unlock still releases it.
+  // outcome, so a new lock() acquires afresh (for a reentrant mutex, once no
+  // hold is owed: this unlock pays one, the destructor all; its watchdog
+  // stops now, see before_queue). The value is kept (and `released` stays
+  // false until a quorum confirmed it), so a repeated unlock still releases
+  // it.
   void let_go() {
     release_sent_ = true;
     if (st_->opts.reentrant && st_->wd) st_->wd->stop();
     std::lock_guard lk(st_->mu);
     st_->held = false;
-    st_->holds = 0;
+    if (every_hold_ || st_->holds == 0)
+      st_->holds = 0;
+    else
+      --st_->holds;
   }
 
   // An unlock nobody waits for (shutdown, or its caller already answered).
@@ -164,6 +170,7 @@ class release_operation final : public mutex_operation {
     if (!dropped_hold_) eng_.telemetry().release(*st_, r);
   }
 
+  const bool every_hold_;  // the destructor's release: every hold goes with it
   holder_steps steps_;
   bool release_sent_ = false;
   bool dropped_hold_ = false;

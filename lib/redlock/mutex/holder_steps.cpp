@@ -23,7 +23,13 @@ holder_step holder_steps::start(clock::time_point now, clock::time_point deadlin
   // Unlock: cleanup is never skipped because a deadline passed or the
   // caller cancelled.
   if (rules_.call == holder_call::release) {
-    if (!facts.has_value) return finish(errc::not_held);
+    if (!facts.has_value) {
+      // Released already (a reentrant mutex: by an earlier unlock after its
+      // loss): a hold still owed is paid, and nothing is sent.
+      step done = finish(errc::not_held);
+      done.drop_hold = facts.holds > 0 && !rules_.every_hold;
+      return done;
+    }
     // Reentrant: an inner unlock. Once the lock is lost or past its
     // validity the release goes out instead, and reports what the nodes say.
     if (drops_a_hold(facts, now)) {

@@ -67,14 +67,15 @@ claim_outcome mutex_state::claim(const std::string& v, std::thread::id caller) {
   {
     std::lock_guard lk(mu);
     const bool valid = held && clock::now() < until && !lost.stop_requested();
-    if (holds > 0 && owner == caller) {
+    if (holds > 0 && caller != std::thread::id{} && owner == caller) {
       if (valid) {
         ++holds;
         return claim_outcome::reentered;
       }
-      // The owner learns of it now; its next lock starts afresh, and its
-      // unlocks release what may be left (not_held once that is done).
-      holds = 0;
+      // The owner learns of it now. Its holds stay owed: until its unlocks
+      // (the first releases what may be left) bring them to zero, nobody,
+      // the owner included, acquires afresh, so none of those unlocks can
+      // release a later acquisition.
       held = false;
       return lost.stop_requested() ? claim_outcome::reentry_lost : claim_outcome::reentry_expired;
     }
@@ -131,7 +132,7 @@ mutex_state::clock::time_point mutex_state::valid_until() const {
 
 // Through the queue, so an automatic extension never overlaps a user call.
 void mutex_state::extend_automatically() {
-  submit(op_kind::auto_extend, {}, {}, [self = shared_from_this()](result r) {
+  submit(op_kind::auto_extend, origin::async, {}, {}, [self = shared_from_this()](result r) {
     if (self->wd) self->wd->on_extended(r);
   });
 }
@@ -147,7 +148,7 @@ void mutex_state::mark_lost(const result& why) {
   eng.telemetry().lost(*this, why);
 }
 
-void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+void mutex_state::submit(op_kind kind, origin from, const context& ctx, std::string value_for_acquire,
                          std::function<void(result)> done, std::chrono::milliseconds extend_to) {
   const bool unanswered = !done;
   auto self = shared_from_this();
@@ -155,12 +156,14 @@ void mutex_state::submit(op_kind kind, const context& ctx, std::string value_for
   switch (kind) {
     case op_kind::acquire:
     case op_kind::try_acquire:
-      // A reentrant mutex's re-entry is by the thread that starts the call
-      // (this one: submit runs on the caller's thread).
-      op = make_acquisition(self, kind == op_kind::acquire, ctx, std::move(value_for_acquire),
-                            std::move(done), std::this_thread::get_id());
+      // A reentrant mutex's re-entry is by the thread that blocks in the
+      // call (this one: submit runs on the caller's thread); any other
+      // call passes no thread, which never re-enters.
+      op =
+          make_acquisition(self, kind == op_kind::acquire, ctx, std::move(value_for_acquire), std::move(done),
+                           from == origin::blocking ? std::this_thread::get_id() : std::thread::id{});
       break;
-    case op_kind::release: op = make_release(self, ctx, std::move(done), unanswered); break;
+    case op_kind::release: op = make_release(self, ctx, std::move(done), from == origin::destructor); break;
     case op_kind::extend:
     case op_kind::auto_extend:
       op = make_extension(self, kind == op_kind::auto_extend, ctx, std::move(done), extend_to);

@@ -127,11 +127,18 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   void extend_automatically() override;
   void mark_lost(const result& why) override;
 
+  // Who queues an operation. Only a blocking call re-enters a reentrant
+  // mutex: the thread that waits in it is the one that holds the lock.
+  // Asynchronous calls started on one thread (coroutines on one executor,
+  // callbacks on the loop) are unrelated tasks, so none of them re-enters,
+  // and an acquisition they make is re-entered by nobody. Only the
+  // destructor's release lets go of every hold at once.
+  enum class origin : unsigned char { blocking, async, destructor };
   // Queues an operation; `done` runs on the loop thread. `value_for_acquire`
   // is the value an acquisition will use; `extend_to` the TTL an extension
   // sets (zero: the expiry; checked by the caller, Mutex::extend_by). Without
   // `done` (a destructor's release) see bounded_operation::submit_unanswered.
-  void submit(op_kind kind, const context& ctx, std::string value_for_acquire,
+  void submit(op_kind kind, origin from, const context& ctx, std::string value_for_acquire,
               std::function<void(result)> done,
               std::chrono::milliseconds extend_to = std::chrono::milliseconds::zero());
 };

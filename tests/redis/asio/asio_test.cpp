@@ -92,38 +92,45 @@ TEST_SUITE("asio") {
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(asio_test_no_keys(c[i], name));
   }
 
-  TEST_CASE("a coroutine re-enters a reentrant mutex: its thread started the acquisition (docs/api.md)") {
+  // Was a hole (attack review of reentrancy, F1): a re-entry was counted for
+  // the thread that started the call, so a second coroutine on the same
+  // io_context "re-entered" the first one's lock, and both ran inside it
+  // with the same fencing token. Only a blocking call re-enters now.
+  TEST_CASE("two coroutines on one thread do not share a reentrant mutex: the second is refused") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), fresh_nodes());
     const auto name = unique_name("asio-reentrant");
     auto m = rs.new_mutex(name, {.reentrant = true});
     asio::io_context io;
-    std::optional<redsync::result> outer, inner, inner_unlock, outer_unlock;
-    redsync::fencing_token outer_token{}, inner_token{};
-    bool kept = false;
+    std::optional<redsync::result> first, second, first_unlock;
+    asio::steady_timer hold(io, 5s);
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          outer = co_await redsync::async_lock(m, redsync::context::timeout(5s), asio::use_awaitable);
-          outer_token = m.token();
-          inner = co_await redsync::async_lock(m, {}, asio::use_awaitable);
-          inner_token = m.token();
-          inner_unlock = co_await redsync::async_unlock(m, {}, asio::use_awaitable);
-          kept = redis_client(c[0]).get(name) == m.value();
-          outer_unlock = co_await redsync::async_unlock(m, {}, asio::use_awaitable);
+          first = co_await redsync::async_lock(m, redsync::context::timeout(5s), asio::use_awaitable);
+          asio::error_code cancelled;  // the second coroutine ends the wait
+          co_await hold.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+          first_unlock = co_await redsync::async_unlock(m, {}, asio::use_awaitable);
+        },
+        asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          while (!first) {  // after the first holds the lock
+            asio::steady_timer tick(io, 10ms);
+            co_await tick.async_wait(asio::use_awaitable);
+          }
+          second = co_await redsync::async_lock(m, redsync::context::timeout(5s), asio::use_awaitable);
+          hold.cancel();
         },
         asio::detached);
     io.run();
-    REQUIRE(outer);
-    CHECK_MESSAGE(outer->ok(), outer->describe());
-    REQUIRE(inner);
-    CHECK_MESSAGE(inner->ok(), inner->describe());
-    CHECK(inner_token == outer_token);
-    REQUIRE(inner_unlock);
-    CHECK(inner_unlock->ok());
-    CHECK(kept);
-    REQUIRE(outer_unlock);
-    CHECK_MESSAGE(outer_unlock->ok(), outer_unlock->describe());
+    REQUIRE(first);
+    CHECK_MESSAGE(first->ok(), first->describe());
+    REQUIRE(second);
+    CHECK_MESSAGE(second->error == redsync::errc::already_held, second->describe());
+    REQUIRE(first_unlock);
+    CHECK_MESSAGE(first_unlock->ok(), first_unlock->describe());  // one hold: this unlock released it
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(asio_test_no_keys(c[i], name));
   }
 

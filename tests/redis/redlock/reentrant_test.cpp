@@ -81,8 +81,10 @@ TEST_SUITE("reentrant") {
     long long before[3];
     for (std::size_t i = 0; i < c.size(); ++i) before[i] = lock_commands(c[i]);
 
-    for (int depth = 0; depth < 5; ++depth) REQUIRE(m.lock(none).ok());
-    REQUIRE(m.lock_future().get().ok());  // started on the owner's thread: a re-entry too
+    for (int depth = 0; depth < 6; ++depth) REQUIRE(m.lock(none).ok());
+    // Only a blocking call re-enters: an asynchronous one started on the
+    // owner's thread may be another task's (attack review, F1).
+    CHECK(m.lock_future().get().error == redsync::errc::already_held);
     CHECK(m.value() == value);
     CHECK(m.token() == token);
     CHECK(m.until() == until);
@@ -232,12 +234,40 @@ TEST_SUITE("reentrant") {
 
     CHECK(m.lock(none).error == redsync::errc::lost);
     CHECK_FALSE(m.held());
+    // Its two holds are still owed: nobody starts over, the owner included,
+    // until its unlocks (the first reports the loss) are made.
+    CHECK(m.lock(none).error == redsync::errc::lost);
+    CHECK(m.unlock(none).error == redsync::errc::lost);
+    CHECK(m.unlock(none).error == redsync::errc::not_held);
     const auto fresh = m.lock(none);
     REQUIRE_MESSAGE(fresh.ok(), fresh.describe());
     CHECK(m.value() != value);
     check_keys(c, name, m.value());
     REQUIRE(m.unlock(none).ok());
     check_keys(c, name, std::nullopt);
+  }
+
+  // Was a hole (attack review, F2): once the owner noticed a loss, its
+  // remaining holds were forgotten, so another thread acquired afresh and
+  // the owner's outer unlock released that thread's keys.
+  TEST_CASE("after a loss another thread acquires only once the owner made every unlock it owes") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const auto name = unique_name("owed");
+    auto m = rs.new_mutex(name, {.expiry = 600ms, .auto_extend = true, .reentrant = true});
+    REQUIRE(m.lock(none).ok());
+    REQUIRE(m.lock(none).ok());
+    for (std::size_t i = 0; i < c.size(); ++i) redis_client(c[i]).command({"DEL", name});
+    REQUIRE(wait_until([&] { return m.lost(); }, 10s));
+    CHECK(m.unlock(none).error == redsync::errc::lost);  // the inner unlock
+    redsync::result other;
+    std::thread([&] { other = m.lock(none); }).join();
+    CHECK_MESSAGE(other.error == redsync::errc::already_held, other.describe());
+    CHECK(m.unlock(none).error == redsync::errc::not_held);  // the outer one: nothing left to release
+    std::thread([&] { other = m.lock(none); }).join();
+    REQUIRE_MESSAGE(other.ok(), other.describe());
+    check_keys(c, name, m.value());  // the other thread's keys stay
+    REQUIRE(m.unlock(none).ok());
   }
 
   TEST_CASE("an unlock of a lost re-entered lock releases and reports lost; the outer one is not_held") {
@@ -264,6 +294,11 @@ TEST_SUITE("reentrant") {
     const auto value = m.value();
     REQUIRE(wait_until([&] { return !m.held(); }, 5s));
     CHECK(m.lock(none).error == redsync::errc::expired);
+    // The one hold is owed until the owner's unlock pays it (releasing what
+    // is left of the keys, which outlive the validity by the drift, or
+    // finding them expired); then the next lock is a new acquisition.
+    const auto paid = m.unlock(none);
+    CHECK_MESSAGE((paid.ok() || paid.error == redsync::errc::expired), paid.describe());
     const auto fresh = m.lock(none);
     REQUIRE_MESSAGE(fresh.ok(), fresh.describe());
     CHECK(m.value() != value);

@@ -247,9 +247,11 @@ TEST_CASE(
         CHECK(s.drop_hold);
         CHECK_FALSE(s.mark_released);
       } else if (!f.has_value) {
+        // Released already: a hold still owed (after a loss) is paid, with
+        // nothing sent; the destructor's release pays them all anyway.
         CHECK(s.what == step_kind::finish);
         CHECK(s.error == errc::not_held);
-        CHECK_FALSE(s.drop_hold);
+        CHECK(s.drop_hold == (holds > 0 && !every_hold));
       } else {
         CHECK(s.what == step_kind::send_release);
       }
