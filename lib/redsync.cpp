@@ -58,6 +58,16 @@ Mutex Redsync::new_mutex(std::string name, mutex_options options) {
   return Mutex(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options)));
 }
 
+RWMutex Redsync::new_rw_mutex(std::string name, mutex_options options) {
+  detail::check_mutex_options(name, options);
+  engine_->note_expiry(options.expiry);
+  std::vector<std::string> names{std::move(name)};
+  Mutex writer(std::make_shared<detail::mutex_state>(*engine_, names, options));
+  Mutex reader(std::make_shared<detail::mutex_state>(*engine_, std::move(names), std::move(options),
+                                                     detail::hold_kind::shared));
+  return RWMutex(std::move(writer), std::move(reader));
+}
+
 Mutex Redsync::new_multi_mutex(std::vector<std::string> names, mutex_options options) {
   if (names.empty()) throw config_error("new_multi_mutex: names is empty; give at least one name");
   std::set<std::string_view> seen;

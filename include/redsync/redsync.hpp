@@ -14,6 +14,7 @@
 #include <redsync/mutex.hpp>
 #include <redsync/observer.hpp>
 #include <redsync/options.hpp>
+#include <redsync/rw_mutex.hpp>
 #include <redsync/semaphore.hpp>
 #include <redsync/stats.hpp>
 
@@ -81,6 +82,10 @@ class REDSYNC_API Redsync {
   /// Throws `config_error` for an empty list, an empty or duplicate name, or
   /// a bad option.
   Mutex new_multi_mutex(std::vector<std::string> names, mutex_options options = {});
+
+  /// A read-write lock of `name` (rw_mutex.hpp): its writer and its reader
+  /// are mutexes made with `options`. Throws `config_error` as `new_mutex`.
+  RWMutex new_rw_mutex(std::string name, mutex_options options = {});
 
   /// A counting semaphore of `permits` (k) permits over these nodes
   /// (semaphore.hpp). Throws `config_error` for an empty name, permits

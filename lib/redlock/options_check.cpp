@@ -180,10 +180,11 @@ void check_name(std::string_view what, std::string_view name) {
   if (name.empty()) {
     fail("{} name = \"\": must not be empty", what);
   }
-  if (name.starts_with("redsync:") || name.ends_with(":redsync-line") || name.ends_with(":redsync-leases")) {
+  if (name.starts_with("redsync:") || name.ends_with(":redsync-line") || name.ends_with(":redsync-leases") ||
+      name.ends_with(":redsync-readers")) {
     fail(
-        "{} name = \"{}\": names that start with \"redsync:\" or end with \":redsync-line\" or "
-        "\":redsync-leases\" are redsync's own keys",
+        "{} name = \"{}\": names that start with \"redsync:\" or end with \":redsync-line\", "
+        "\":redsync-leases\" or \":redsync-readers\" are redsync's own keys",
         what, name);
   }
 }
@@ -251,6 +252,9 @@ void check_mutex_options(std::string_view name, const mutex_options& options) {
     }
     if (options.value->front() == '\0') {
       fail("mutex_options.value starts with a NUL byte: such values mark keys reserved for a waiter");
+    }
+    if (options.value->front() == '\x01') {
+      fail("mutex_options.value starts with the byte 0x01: such values mark an RWMutex's readers");
     }
     if (options.value_generator) {
       fail(

@@ -107,7 +107,7 @@ void acquisition::claim_value() {
     // Durable mode: WAIT behind every script (durable_wait.hpp); the
     // transaction is not used then.
     durable_ = durable_spec_of(st_->opts, st_->timeout);
-    if (st_->names.size() == 1 && !durable_)
+    if (st_->names.size() == 1 && !durable_ && st_->scripts.transaction)
       fast_wire_ = encode_fast_acquire(st_->name, value_, st_->expiry_ms);
   }
   act(steps_.on_claimed(claim, clock::now()));

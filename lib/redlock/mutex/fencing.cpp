@@ -33,7 +33,7 @@ void write_back_token(mutex_state& st, std::string_view value, const token_votes
   // One fence call per slot group on a cluster member: every rec(m, s) of
   // the lock's slots is raised, and the member counts only if all were
   // (cluster_keys.hpp, "Tokens").
-  spec.send = script_sender(st, st.call(fence_script(), &lock_keys::fence_keys, {value, token_text}, false),
+  spec.send = script_sender(st, st.call(st.scripts.fence, &lock_keys::fence_keys, {value, token_text}, false),
                             classify_fence);
   spec.classify = classify_fence;
   spec.slot = st.slot;

@@ -214,12 +214,12 @@ class holder_round final : public mutex_operation {
     if (extends()) {
       if (!st_->extend_call) {
         st_->extend_call =
-            st_->call(extend_script(), &lock_keys::keys,
+            st_->call(st_->scripts.extend, &lock_keys::keys,
                       {st_->value_snapshot(), st_->expiry_ms, st_->opts.set_nx_on_extend ? "1" : "0"}, false);
       }
     }
     const script_call own_call = extends() && own_duration()
-                                     ? st_->call(extend_script(), &lock_keys::keys,
+                                     ? st_->call(st_->scripts.extend, &lock_keys::keys,
                                                  {st_->value_snapshot(), std::to_string(duration_.count()),
                                                   st_->opts.set_nx_on_extend ? "1" : "0"},
                                                  false)
@@ -234,8 +234,9 @@ class holder_round final : public mutex_operation {
           failover_checked_sender(*st_, own_duration() ? own_call : st_->extend_call, classify_three_way,
                                   [self = shared_from_this(), this] { return in_round_ && !finished(); });
     } else {
-      spec = mutex_round(*st_, st_->call(check_script(), &lock_keys::keys, {st_->value_snapshot()}, false),
-                         classify_three_way);
+      spec =
+          mutex_round(*st_, st_->call(st_->scripts.check, &lock_keys::keys, {st_->value_snapshot()}, false),
+                      classify_three_way);
     }
     attempts_ = 1;
     // A shorter TTL than the keys have: the validity is cut before anything

@@ -14,19 +14,21 @@ namespace redsync::detail {
 
 namespace {
 
-cluster_layout layout_on_clusters(const engine& e, const std::vector<std::string>& names) {
+cluster_layout layout_on_clusters(const engine& e, const std::vector<std::string>& names, hold_kind k) {
   if (!e.has_cluster_members()) return {};
-  return make_cluster_layout(names);
+  return make_cluster_layout(names, k);
 }
 
 }  // namespace
 
-mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
+mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o, hold_kind k)
     : eng(e),
       names(std::move(n)),
       name(names.front()),
-      plain(names, false),
-      clustered(layout_on_clusters(e, names)),
+      kind(k),
+      scripts(scripts_for(k)),
+      plain(names, false, k),
+      clustered(layout_on_clusters(e, names, k)),
       slots(clustered.slots.empty() ? std::vector<std::uint16_t>{0} : clustered.slots),
       slot(slots.front()),
       keys(plain.keys),
@@ -43,7 +45,13 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o)
   if (opts.auto_extend) wd = std::make_unique<watchdog>(eng, *this, watch_settings::of(opts, timeout));
 }
 
+// A reader's value carries the reader's tag in front (lock_scripts.hpp).
 std::string mutex_state::make_value() const {
+  if (kind == hold_kind::shared) return reader_value_tag + writer_value();
+  return writer_value();
+}
+
+std::string mutex_state::writer_value() const {
   if (opts.value) return *opts.value;
   if (opts.value_generator) {
     std::string v = opts.value_generator();
@@ -54,6 +62,11 @@ std::string mutex_state::make_value() const {
       throw config_error(fmt::format(
           "mutex_options.value_generator returned a value starting with a NUL byte for lock \"{}\" "
           "(such values mark keys reserved for a waiter)",
+          name));
+    if (v.front() == reader_value_tag)
+      throw config_error(fmt::format(
+          "mutex_options.value_generator returned a value starting with the byte 0x01 for lock \"{}\" "
+          "(such values mark an RWMutex's readers)",
           name));
     return v;
   }
@@ -90,7 +103,7 @@ claim_outcome mutex_state::claim(const std::string& v, std::thread::id caller) {
     token = fencing_token{};
     lost = std::stop_source{};
   }
-  release_call = call(release_script(), &lock_keys::release_keys, {v, "0"}, true);
+  release_call = call(scripts.release, &lock_keys::release_keys, {v, "0"}, true);
   undo_call = {};    // built by the first failed attempt (most acquisitions have none)
   extend_call = {};  // built by the first extension of this acquisition
   return claim_outcome::claimed;
@@ -98,7 +111,7 @@ claim_outcome mutex_state::claim(const std::string& v, std::thread::id caller) {
 
 const script_call& mutex_state::undo() {
   if (!undo_call) {
-    undo_call = call(release_script(), &lock_keys::release_keys, {value, "1"}, true);
+    undo_call = call(scripts.release, &lock_keys::release_keys, {value, "1"}, true);
   }
   return undo_call;
 }

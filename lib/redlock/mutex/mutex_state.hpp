@@ -8,6 +8,7 @@
 #include "redlock/engine/watchdog.hpp"
 #include "redlock/mutex/acquisition_steps.hpp"
 #include "redlock/scripts/lock_keys.hpp"
+#include "redlock/scripts/lock_scripts.hpp"
 #include "redlock/scripts/scripts.hpp"
 
 #include <redsync/context.hpp>
@@ -35,11 +36,15 @@ enum class op_kind { acquire, try_acquire, release, extend, check, auto_extend }
 struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::holder {
   using clock = std::chrono::steady_clock;
 
-  mutex_state(engine& e, std::vector<std::string> n, mutex_options o);
+  // `kind`: shared for an RWMutex's reader (one name), whose calls send the
+  // reader's scripts and keys (lock_scripts.hpp).
+  mutex_state(engine& e, std::vector<std::string> n, mutex_options o, hold_kind k = hold_kind::exclusive);
 
   engine& eng;
   const std::vector<std::string> names;  // one, or several (sorted) for a multi-name lock
   const std::string& name;               // names[0]
+  const hold_kind kind;
+  const lock_scripts& scripts;  // what this kind of hold sends
   // The lock's keys on a standalone member, and on a cluster member per
   // slot group (no groups when the set has no cluster member). lock_keys.hpp.
   const lock_keys plain;
@@ -105,8 +110,10 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
     return make_lock_call(s, plain, clustered.groups, which, args, channels);
   }
 
-  // Makes a value with the configured generator (caller's thread).
+  // Makes a value with the configured generator (caller's thread), with
+  // the reader's tag in front for a reader.
   std::string make_value() const;
+  std::string writer_value() const;
 
   // Loop thread. An acquisition of `v` started on thread `caller`: a
   // re-entry by the owner of a reentrant mutex (a hold added, or the reason

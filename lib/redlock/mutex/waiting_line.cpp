@@ -69,7 +69,7 @@ const script_call& waiting_line::call_for(std::size_t i) {
   if (!call) {
     std::vector<std::string_view> args{
         value_, st_.expiry_ms, arrival_, lease_ms_, stays ? "2" : joins_ ? "1" : "0", next_arrival_};
-    call = st_.call(acquire_script(), &lock_keys::acquire_keys, args, true);
+    call = st_.call(st_.scripts.acquire, &lock_keys::acquire_keys, args, true);
   }
   return call;
 }
@@ -203,7 +203,7 @@ void waiting_line::leave() {
     places_[i] = place::out;
     if (!call) {
       call = std::make_shared<script_call>(
-          st_.call(leave_script(), &lock_keys::release_keys, {value_, "0"}, true));
+          st_.call(st_.scripts.leave, &lock_keys::release_keys, {value_, "0"}, true));
     }
     send_to_member(
         st_.eng.at(i, st_.slot), *call, st_.slots,

@@ -49,6 +49,9 @@ semaphore_votes = Substitution("semaphore_votes", "return {token, stamp[1] or ''
 # TEST ONLY (semaphore_scripts.hpp): the semaphore's acquisition without the
 # slot test (rule S), everything else the same.
 count_only = Substitution("count_only", "if slot_live or count >= k then", "if count >= k then")
+# A reader's wake-up of the readers queued behind it (rw_acquire.lua) is
+# spelled with double quotes, so that cluster_publish still matches once.
+rw_cluster_publish = Substitution("rw_cluster_publish", 'redis.call("PUBLISH"', 'redis.call("SPUBLISH"')
 
 
 class Script(NamedTuple):
@@ -87,6 +90,17 @@ SCRIPTS = {
     "semaphore_release_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_release"], [cluster_publish]),
     "semaphore_extend": Script(["kind_mark", "semaphore_prelude", "semaphore_extend"]),
     "semaphore_fence": Script(["semaphore_fence"]),
+    # An RWMutex's reader (rw_scripts.cpp); its writer runs the mutex's.
+    "rw_acquire": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "rw_acquire"]),
+    "rw_acquire_cluster": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "mark_vote",
+                                  "rw_acquire"], [cluster_publish, rw_cluster_publish, acquire_votes]),
+    "rw_release": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"]),
+    "rw_release_cluster": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"], [cluster_publish]),
+    "rw_leave": Script(["rw_release_head", "line_prelude", "leave"]),
+    "rw_leave_cluster": Script(["rw_release_head", "line_prelude", "leave"], [cluster_publish]),
+    "rw_extend": Script(["rw_mark", "rw_extend"]),
+    "rw_check": Script(["rw_mark", "rw_check"]),
+    "rw_fence": Script(["rw_fence"]),
 }
 
 

@@ -2,6 +2,7 @@
 
 #include "redlock/scripts/function_library.hpp"
 
+#include "redlock/scripts/lock_scripts.hpp"
 #include "redlock/scripts/scripts.hpp"
 #include "redlock/scripts/semaphore_scripts.hpp"
 #include "util/sha1.hpp"
@@ -34,6 +35,10 @@ std::string_view flags_of(const lua_script& s) {
   // A semaphore's holder too: its release and extension only remove or
   // re-score a permit.
   if (is(s, semaphore_release_script()) || is(s, semaphore_extend_script())) return "'allow-oom'";
+  // An RWMutex reader's, for the same reasons as a writer's.
+  const lock_scripts& reader = scripts_for(hold_kind::shared);
+  if (is(s, reader.check)) return "'no-writes'";
+  if (is(s, reader.release) || is(s, reader.leave) || is(s, reader.extend)) return "'allow-oom'";
   return "";
 }
 
@@ -52,7 +57,8 @@ std::string function_name(const lua_script& s) {
   // The library's scripts are a fixed set of statics: their names are
   // hashed once, not on every FCALL.
   static const auto known = [] {
-    const std::array<const lua_script*, 12> scripts = {&acquire_script(),
+    const lock_scripts& reader = scripts_for(hold_kind::shared);
+    const std::array<const lua_script*, 18> scripts = {&acquire_script(),
                                                        &leave_script(),
                                                        &fence_script(),
                                                        &record_read_script(),
@@ -63,7 +69,13 @@ std::string function_name(const lua_script& s) {
                                                        &semaphore_acquire_script(),
                                                        &semaphore_release_script(),
                                                        &semaphore_extend_script(),
-                                                       &semaphore_fence_script()};
+                                                       &semaphore_fence_script(),
+                                                       &reader.acquire,
+                                                       &reader.leave,
+                                                       &reader.release,
+                                                       &reader.extend,
+                                                       &reader.check,
+                                                       &reader.fence};
     std::vector<std::pair<const lua_script*, std::string>> names;
     for (const lua_script* s : scripts) {
       names.emplace_back(s, compute_name(*s));

@@ -41,23 +41,24 @@ std::vector<std::string_view> concat(std::initializer_list<const std::vector<std
 
 }  // namespace
 
-lock_keys::lock_keys(const std::vector<std::string>& n, bool cluster)
+lock_keys::lock_keys(const std::vector<std::string>& n, bool cluster, hold_kind kind)
     : names(lock_names(n, cluster)),
       line_keys(derive(names, line_key)),
       lease_keys(derive(names, lease_key)),
       channels(derive(names, release_channel)),
+      readers_keys(kind == hold_kind::shared ? derive(names, readers_key) : std::vector<std::string>{}),
       record(cluster ? cluster_record_key(cluster_name_slot(n.front())) : std::string(record_key)),
       server_mark(cluster ? cluster_server_mark_key(cluster_name_slot(n.front())) : std::string()),
-      keys(names.begin(), names.end()),
-      acquire_keys(concat({&names, &line_keys, &lease_keys}, &record, &server_mark)),
-      release_keys(concat({&names, &line_keys, &lease_keys})),
-      fence_keys{names.front(), record} {}
+      keys(concat({&names, &readers_keys})),
+      acquire_keys(concat({&names, &line_keys, &lease_keys, &readers_keys}, &record, &server_mark)),
+      release_keys(concat({&names, &line_keys, &lease_keys, &readers_keys})),
+      fence_keys{readers_keys.empty() ? names.front() : readers_keys.front(), record} {}
 
-cluster_layout make_cluster_layout(const std::vector<std::string>& names) {
+cluster_layout make_cluster_layout(const std::vector<std::string>& names, hold_kind kind) {
   cluster_layout out;
   for (const auto& g : group_by_slot(names)) {
     out.slots.push_back(g.slot);
-    out.groups.push_back(std::make_unique<const lock_keys>(g.names, true));
+    out.groups.push_back(std::make_unique<const lock_keys>(g.names, true, kind));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 // for a cluster member when the names span several slots
 // (script_call::cluster_groups).
 
+#include "redlock/scripts/lock_scripts.hpp"
 #include "redlock/scripts/script_call.hpp"
 
 #include <cstdint>
@@ -20,21 +21,25 @@ namespace redsync::detail {
 
 struct lock_keys {
   // cluster: the layout of a cluster member, for names that all share one
-  // slot (one group of group_by_slot).
-  lock_keys(const std::vector<std::string>& names, bool cluster);
+  // slot (one group of group_by_slot). `kind`: a reader's keys (one name)
+  // add the readers' set (lock_scripts.hpp).
+  lock_keys(const std::vector<std::string>& names, bool cluster, hold_kind kind = hold_kind::exclusive);
   // The views below point into this object: it does not move.
   lock_keys(const lock_keys&) = delete;
   lock_keys& operator=(const lock_keys&) = delete;
 
-  const std::vector<std::string> names;       // the lock keys, in the order of the names
-  const std::vector<std::string> line_keys;   // per name: its waiting line
-  const std::vector<std::string> lease_keys;  // per name: the leases of its line
-  const std::vector<std::string> channels;    // per name: where its releases are announced
-  const std::string record;                   // the node record the acquisition increments
-  const std::string server_mark;              // cluster only: the slot's server mark (server_mark.hpp)
+  const std::vector<std::string> names;         // the lock keys, in the order of the names
+  const std::vector<std::string> line_keys;     // per name: its waiting line
+  const std::vector<std::string> lease_keys;    // per name: the leases of its line
+  const std::vector<std::string> channels;      // per name: where its releases are announced
+  const std::vector<std::string> readers_keys;  // a reader's: its name's readers' set; else empty
+  const std::string record;                     // the node record the acquisition increments
+  const std::string server_mark;                // cluster only: the slot's server mark (server_mark.hpp)
   // Script KEYS: lock = names; acquire = names, record, lines, leases
   // (and the server mark on a cluster member);
-  // release = names, lines, leases; fence = first name, record.
+  // release = names, lines, leases; fence = first name, record. A reader's
+  // add the readers' set after the others (before the server mark), and its
+  // fence names the set instead of the name.
   const std::vector<std::string_view> keys;
   const std::vector<std::string_view> acquire_keys;
   const std::vector<std::string_view> release_keys;
@@ -47,7 +52,8 @@ struct cluster_layout {
   std::vector<std::uint16_t> slots;
   std::vector<std::unique_ptr<const lock_keys>> groups;
 };
-cluster_layout make_cluster_layout(const std::vector<std::string>& names);
+cluster_layout make_cluster_layout(const std::vector<std::string>& names,
+                                   hold_kind kind = hold_kind::exclusive);
 
 using lock_keys_of = const std::vector<std::string_view> lock_keys::*;
 
