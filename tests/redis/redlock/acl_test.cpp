@@ -124,6 +124,30 @@ void run_main_scenarios(script_mode mode) {
   check_no_server_error(woken.permit.release(), "waiter's release");
   CHECK(c.acl_denials() == 0);
 
+  // An RWMutex: two readers, a writer woken in line when both let go, its
+  // extension and check; then a reader woken by the writer's release.
+  const auto rw_name = unique_name("app:documented-acl-rw");
+  auto ra = rs.new_rw_mutex(rw_name, {.expiry = 2s});
+  auto rb = rs.new_rw_mutex(rw_name, patient);
+  check_no_server_error(ra.reader().lock(redsync::context::timeout(5s)), "reader lock");
+  check_no_server_error(rb.reader().lock(redsync::context::timeout(5s)), "second reader lock");
+  check_no_server_error(ra.reader().extend(), "reader extend");
+  check_no_server_error(ra.reader().valid(), "reader valid");
+  auto rw_writer = rs.new_rw_mutex(rw_name, patient);
+  auto wf = rw_writer.writer().lock_future();
+  REQUIRE(wait_until([&] { return c.waiting_on_node0(rw_name) == 1; }, 3s));
+  check_no_server_error(ra.reader().unlock(redsync::context{}), "reader unlock");
+  check_no_server_error(rb.reader().unlock(redsync::context{}), "second reader unlock");
+  REQUIRE(wf.wait_for(3s) == std::future_status::ready);
+  check_no_server_error(wf.get(), "writer after the readers");
+  auto rf = rb.reader().lock_future();
+  REQUIRE(wait_until([&] { return c.waiting_on_node0(rw_name) == 1; }, 3s));
+  check_no_server_error(rw_writer.writer().unlock(redsync::context{}), "writer unlock");
+  REQUIRE(rf.wait_for(3s) == std::future_status::ready);
+  check_no_server_error(rf.get(), "reader after the writer");
+  check_no_server_error(rb.reader().unlock(redsync::context{}), "last reader unlock");
+  CHECK(c.acl_denials() == 0);
+
   // Restart-guard repair: node 0 restarts empty (no record, and no
   // functions); its record is read, repaired and stamped as this user
   // until its vote counts again, and tokens keep rising.
