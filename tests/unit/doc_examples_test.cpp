@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -121,6 +122,8 @@ void readme_api(redsync::Redsync& rs, std::stop_source& stop) {
   redsync::Redsync rs2({"redis://a:6379", "redis://b:6379", "redis://c:6379"});
   redsync::Mutex m = rs.new_mutex("name", {.expiry = 8s});
   redsync::Mutex all = rs.new_multi_mutex({"a", "b", "c"}, {});
+  redsync::RWMutex rw = rs.new_rw_mutex("name", {});
+  (void)rw;
   auto ctx = redsync::context::timeout(2s).with(stop.get_token());
   (void)redsync::context::cancellable(stop.get_token());
   auto r = m.try_lock(ctx);
@@ -212,10 +215,25 @@ void reentrant_batch(redsync::Redsync& rs) {
   reentrant_update(m);
 }  // the last unlock releases
 
+// docs/api.md, "Read-write locks"
+void read_orders(redsync::fencing_token) {}
+void rw_example(redsync::Redsync& rs) {
+  auto rw = rs.new_rw_mutex("orders", {.expiry = 8s});
+  if (auto r = rw.reader().lock(redsync::context::timeout(2s)); r) {  // shared
+    read_orders(rw.reader().token());
+    rw.reader().unlock(redsync::context{});
+  }
+  {
+    std::unique_lock w(rw);  // exclusive: lock() / unlock()
+  }
+  auto other = rs.new_rw_mutex("orders");
+  std::shared_lock s(other);  // shared: lock_shared() / unlock_shared()
+}
+
 TEST_CASE("the examples of the headers and the README compile") {
   const auto compiled = std::make_tuple(
       &context_example, &token_examples, &guard_example, &members_example, &observer_example,
       &redsync_example, &readme_usage, &readme_errors, &readme_api, &readme_cluster_members, &readme_observer,
-      &readme_semaphore, &readme_semaphore_watchdog, &reentrant_update, &reentrant_batch);
-  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 15);
+      &readme_semaphore, &readme_semaphore_watchdog, &reentrant_update, &reentrant_batch, &rw_example);
+  CHECK(std::tuple_size_v<std::remove_const_t<decltype(compiled)>> == 16);
 }
