@@ -7,6 +7,7 @@
 #include "fresh_nodes.hpp"
 #include "names.hpp"
 #include "redis_client.hpp"
+#include "redis_cluster.hpp"
 #include "redis_server.hpp"
 #include "wait.hpp"
 
@@ -16,11 +17,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "redlock/scripts/cluster_keys.hpp"
+#include "util/cluster_slot.hpp"
 
 using namespace std::chrono_literals;
 using namespace redsync::test;
@@ -326,5 +331,49 @@ TEST_SUITE("rw_mutex") {
     CHECK_THROWS_AS(rs.new_rw_mutex(name + ":redsync-readers"), redsync::config_error);
     CHECK_THROWS_AS(rs.new_mutex(name + ":redsync-readers"), redsync::config_error);
     CHECK_THROWS_AS(rs.new_rw_mutex(name, {.value = std::string("\x01x")}), redsync::config_error);
+  }
+}
+
+TEST_SUITE("cluster") {
+  TEST_CASE(
+      "on cluster members readers share a name and a writer waits in line for them, in both script modes") {
+    std::vector<std::unique_ptr<redis_cluster>> cls;
+    for (int i = 0; i < 3; ++i) cls.push_back(std::make_unique<redis_cluster>(cluster_config{.masters = 2}));
+    const std::vector<std::string> uris{cls[0]->uri(), cls[1]->uri(), cls[2]->uri()};
+    for (const auto mode : {redsync::script_mode::eval, redsync::script_mode::functions}) {
+      CAPTURE(static_cast<int>(mode));
+      redsync::Redsync rs(uris, rw_nodes(mode));
+      for (const std::string& name : {unique_name("rw-cluster"), "rw:{" + unique_name("tag") + "}"}) {
+        CAPTURE(name);
+        const std::string lock_key = redsync::detail::cluster_lock_key(name);
+        const auto slot = redsync::detail::key_slot(lock_key);
+        REQUIRE(redsync::detail::key_slot(lock_key + ":redsync-readers") == slot);
+
+        auto a = rs.new_rw_mutex(name, rw_options());
+        auto b = rs.new_rw_mutex(name, rw_options());
+        REQUIRE_MESSAGE(a.reader().lock(redsync::context::timeout(20s)).ok(),
+                        a.reader().last_result().describe());
+        REQUIRE_MESSAGE(b.reader().lock(redsync::context::timeout(20s)).ok(),
+                        b.reader().last_result().describe());
+        for (auto& cl : cls) {
+          redis_client owner((*cl)[cl->owner(slot)]);
+          CHECK(owner.command({"ZCARD", lock_key + ":redsync-readers"}).integer == 2);
+        }
+        auto w = rs.new_rw_mutex(name, rw_waiting());
+        auto wf = w.writer().lock_future(redsync::context::timeout(30s));
+        CHECK(wf.wait_for(300ms) == std::future_status::timeout);
+        CHECK(a.reader().unlock(redsync::context::timeout(20s)).ok());
+        CHECK(wf.wait_for(300ms) == std::future_status::timeout);
+        const auto released = steady::now();
+        CHECK(b.reader().unlock(redsync::context::timeout(20s)).ok());
+        REQUIRE(wf.wait_for(20s) == std::future_status::ready);
+        const auto got = wf.get();
+        REQUIRE_MESSAGE(got.ok(), got.describe());
+        CHECK(steady::now() - released < rw_slow_poll - 500ms);  // woken (SPUBLISH), not polled
+        CHECK(w.writer().token() > b.reader().token());
+        CHECK(a.reader().try_lock(redsync::context::timeout(20s)).is(redsync::errc::busy));
+        CHECK(w.writer().unlock(redsync::context::timeout(20s)).ok());
+      }
+    }
   }
 }
