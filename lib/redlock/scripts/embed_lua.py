@@ -42,10 +42,10 @@ cluster_publish = Substitution("cluster_publish", "redis.call('PUBLISH'", "redis
 # (server_mark.hpp).
 mark_key_last = Substitution("mark_key_last", "local n = (#KEYS - 1) / 3", "local n = (#KEYS - 2) / 3")
 # ... and appends the server mark to its yes (mark_vote.lua's vote()).
-acquire_votes = Substitution("acquire_votes", "return {token, stamp[1] or '', age, window, in_line}",
-                             "return vote({token, stamp[1] or '', age, window, in_line})")
-semaphore_votes = Substitution("semaphore_votes", "return {token, stamp[1] or '', age, window, listed}",
-                               "return vote({token, stamp[1] or '', age, window, listed})")
+acquire_votes = Substitution("acquire_votes", "return {token, run, age, window, in_line}",
+                             "return vote({token, run, age, window, in_line})")
+semaphore_votes = Substitution("semaphore_votes", "return {token, run, age, window, listed}",
+                               "return vote({token, run, age, window, listed})")
 # TEST ONLY (semaphore_scripts.hpp): the semaphore's acquisition without the
 # slot test (rule S), everything else the same.
 count_only = Substitution("count_only", "if slot_live or count >= k then", "if count >= k then")
@@ -64,8 +64,9 @@ class Script(NamedTuple):
 # without the suffix (lua_script::cluster).
 SCRIPTS = {
     # The mutex's scripts that read a waiting line (scripts.cpp).
-    "acquire": Script(["acquire_head", "line_prelude", "kind_mark", "acquire"]),
-    "acquire_cluster": Script(["acquire_head", "line_prelude", "kind_mark", "mark_vote", "acquire"],
+    "acquire": Script(["acquire_head", "line_prelude", "kind_mark", "grant_record", "acquire"]),
+    "acquire_cluster": Script(["acquire_head", "line_prelude", "kind_mark", "grant_record", "mark_vote",
+                               "acquire"],
                               [mark_key_last, cluster_publish, acquire_votes]),
     "release": Script(["release_head", "line_prelude", "release"]),
     "release_cluster": Script(["release_head", "line_prelude", "release"], [cluster_publish]),
@@ -75,32 +76,33 @@ SCRIPTS = {
     # (record_scripts.cpp): the same on every kind of member.
     "extend": Script(["extend"]),
     "check": Script(["check"]),
-    "fence": Script(["fence"]),
+    "fence": Script(["raise_fence", "fence"]),
     "record_read": Script(["record_read"]),
     "record_stamp": Script(["record_stamp"]),
     # The semaphore's (semaphore_scripts.cpp). Every one but the fencing
     # write-back keeps the name's kind mark (kind_mark.lua) with its permits.
-    "semaphore_acquire": Script(["kind_mark", "semaphore_prelude", "semaphore_acquire"]),
-    "semaphore_acquire_cluster": Script(["kind_mark", "semaphore_prelude", "mark_vote", "semaphore_acquire"],
+    "semaphore_acquire": Script(["kind_mark", "semaphore_prelude", "grant_record", "semaphore_acquire"]),
+    "semaphore_acquire_cluster": Script(["kind_mark", "semaphore_prelude", "grant_record", "mark_vote",
+                                                         "semaphore_acquire"],
                                         [semaphore_votes]),
-    "semaphore_acquire_count_only": Script(["kind_mark", "semaphore_prelude", "semaphore_acquire"], [count_only]),
-    "semaphore_acquire_count_only_cluster": Script(["kind_mark", "semaphore_prelude", "mark_vote",
+    "semaphore_acquire_count_only": Script(["kind_mark", "semaphore_prelude", "grant_record", "semaphore_acquire"],
+                                           [count_only]),
+    "semaphore_acquire_count_only_cluster": Script(["kind_mark", "semaphore_prelude", "grant_record", "mark_vote",
                                                     "semaphore_acquire"], [count_only, semaphore_votes]),
     "semaphore_release": Script(["kind_mark", "semaphore_prelude", "semaphore_release"]),
     "semaphore_release_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_release"], [cluster_publish]),
     "semaphore_extend": Script(["kind_mark", "semaphore_prelude", "semaphore_extend"]),
-    "semaphore_fence": Script(["semaphore_fence"]),
+    "semaphore_fence": Script(["raise_fence", "semaphore_fence"]),
     # An RWMutex's reader (rw_scripts.cpp); its writer runs the mutex's.
-    "rw_acquire": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "rw_acquire"]),
-    "rw_acquire_cluster": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "mark_vote",
-                                  "rw_acquire"], [cluster_publish, rw_cluster_publish, acquire_votes]),
+    "rw_acquire": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "grant_record", "rw_acquire"]),
+    "rw_acquire_cluster": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "grant_record",
+                                  "mark_vote", "rw_acquire"], [cluster_publish, rw_cluster_publish, acquire_votes]),
     "rw_release": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"]),
     "rw_release_cluster": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"], [cluster_publish]),
     "rw_leave": Script(["rw_release_head", "line_prelude", "leave"]),
     "rw_leave_cluster": Script(["rw_release_head", "line_prelude", "leave"], [cluster_publish]),
     "rw_extend": Script(["rw_mark", "rw_extend"]),
     "rw_check": Script(["rw_mark", "rw_check"]),
-    "rw_fence": Script(["rw_fence"]),
 }
 
 

@@ -4,6 +4,7 @@
 
 #include "redlock/scripts/script_cache.hpp"
 #include "redlock/scripts/scripts.hpp"
+#include "redlock/scripts/semaphore_scripts.hpp"
 
 namespace redsync::detail {
 
@@ -20,7 +21,7 @@ const lock_scripts& scripts_for(hold_kind kind) {
                                    embedded_script<lua::rw_release, lua::rw_release_cluster>(),
                                    embedded_script<lua::rw_extend>(),
                                    embedded_script<lua::rw_check>(),
-                                   embedded_script<lua::rw_fence>(),
+                                   semaphore_fence_script(),  // a member of a set, as a permit
                                    false};
   return kind == hold_kind::shared ? reader : writer;
 }

@@ -1,10 +1,7 @@
 -- Fencing write-back. KEYS = first name, node record; ARGV = value, token.
 
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local c = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
-  if c < tonumber(ARGV[2]) then
-    redis.call('HSET', KEYS[2], 'fence', ARGV[2])
-  end
+  raise_fence(KEYS[2], ARGV[2])
   return 1
 end
 return 0

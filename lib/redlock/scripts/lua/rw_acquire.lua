@@ -64,18 +64,8 @@ if open then
       end
     end
   end
-  local token = redis.call('HINCRBY', record, 'fence', 1)
-  local stamp = redis.call('HMGET', record, 'run', 'since', 'window')
-  local age = -1
-  if stamp[2] then
-    age = clock() - tonumber(stamp[2])
-  end
-  local window = tonumber(stamp[3] or '0')
-  if window < tonumber(ARGV[2]) then
-    window = tonumber(ARGV[2])
-    redis.call('HSET', record, 'window', window)
-  end
-  return {token, stamp[1] or '', age, window, in_line}
+  local token, run, age, window = grant_record(record, clock(), tonumber(ARGV[2]))
+  return {token, run, age, window, in_line}
 end
 if mode == '0' then
   settle(1, ARGV[7], nil)

@@ -37,15 +37,5 @@ redis.call('SET', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[3], semaphore_mark)
 keep_until_last()
 local record = KEYS[4]
-local token = redis.call('HINCRBY', record, 'fence', 1)
-local stamp = redis.call('HMGET', record, 'run', 'since', 'window')
-local age = -1
-if stamp[2] then
-  age = now - tonumber(stamp[2])
-end
-local window = tonumber(stamp[3] or '0')
-if window < tonumber(ARGV[4]) then
-  window = tonumber(ARGV[4])
-  redis.call('HSET', record, 'window', window)
-end
-return {token, stamp[1] or '', age, window, listed}
+local token, run, age, window = grant_record(record, now, tonumber(ARGV[4]))
+return {token, run, age, window, listed}
