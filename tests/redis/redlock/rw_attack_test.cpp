@@ -282,4 +282,116 @@ TEST_SUITE("rw_attack") {
       }
     }
   }
+
+  // The readers' wake-up chain (the writer's release wakes the head reader,
+  // whose grant wakes the readers queued up to the next writer) on a real
+  // Redis Cluster (SPUBLISH, rw_cluster_publish) and in functions mode: with
+  // a 3 s retry delay the queued readers poll once a second, so all of them
+  // holding within 400 ms of the release means they were woken.
+  TEST_CASE("queued readers are woken in a chain on a Redis Cluster and in functions mode") {
+    redis_cluster cl(cluster_config{.masters = 3});
+    cluster c(3);
+    struct setup {
+      std::vector<std::string> uris;
+      redsync::script_mode mode;
+    };
+    for (const auto& s : {setup{{cl.uri()}, redsync::script_mode::eval}, setup{{cl.uri()}, redsync::script_mode::functions},
+                          setup{c.uris(), redsync::script_mode::functions}}) {
+      CAPTURE(s.uris.front());
+      CAPTURE(static_cast<int>(s.mode));
+      redsync::Redsync rs(s.uris, rwa_nodes(s.mode));
+      const auto name = unique_name("rw-chain");
+      auto w = rs.new_rw_mutex(name, rwa_quick());
+      REQUIRE(w.writer().lock(redsync::context::timeout(10s)).ok());
+      constexpr int n = 4;
+      std::vector<redsync::RWMutex> readers;
+      for (int i = 0; i < n; ++i) readers.push_back(rs.new_rw_mutex(name, rwa_waiting(3s)));
+      std::vector<rwa_steady::time_point> got(n);
+      std::atomic<int> queued{0};
+      std::vector<std::thread> ts;
+      for (int i = 0; i < n; ++i) {
+        ts.emplace_back([&, i] {
+          ++queued;
+          if (readers[i].reader().lock(redsync::context::timeout(20s)).ok()) got[i] = rwa_steady::now();
+        });
+      }
+      // Every reader has had its first (refused) attempt.
+      REQUIRE(wait_until([&] { return queued.load() == n; }, 5s));
+      std::this_thread::sleep_for(1500ms);
+      const auto released = rwa_steady::now();
+      w.unlock();
+      for (auto& t : ts) t.join();
+      auto worst = 0ms;
+      for (const auto& t : got) {
+        REQUIRE(t != rwa_steady::time_point{});
+        worst = std::max(worst, std::chrono::duration_cast<std::chrono::milliseconds>(t - released));
+      }
+      MESSAGE("all readers held " << worst.count() << " ms after the writer's release");
+      CHECK(worst < 400ms);
+      for (auto& r : readers) r.unlock_shared();
+    }
+  }
+
+  // As review_test's mutex case, for readers: over maxmemory (noeviction) a
+  // reader can still extend and let go, the non-last one (whose release
+  // re-SETs the mark: a command that may grow memory) included.
+  TEST_CASE("readers over maxmemory still extend and let go, in either script mode") {
+    for (const auto mode : {redsync::script_mode::eval, redsync::script_mode::functions}) {
+      CAPTURE(static_cast<int>(mode));
+      cluster c(3);
+      redsync::Redsync rs(c.uris(), rwa_nodes(mode));
+      const auto name = unique_name("rw-oom");
+      auto r1 = rs.new_rw_mutex(name, rwa_quick(1));
+      auto r2 = rs.new_rw_mutex(name, rwa_quick(1));
+      // Load every script and library first.
+      REQUIRE(r1.reader().lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(r1.reader().extend().ok());
+      REQUIRE(r1.reader().valid().ok());
+      REQUIRE(r1.reader().unlock(redsync::context::timeout(5s)).ok());
+      REQUIRE(r1.reader().lock(redsync::context::timeout(5s)).ok());
+      REQUIRE(r2.reader().lock(redsync::context::timeout(5s)).ok());
+      for (std::size_t i = 0; i < c.size(); ++i)
+        REQUIRE(redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "1"}).str == "OK");
+      auto e1 = r1.reader().extend();
+      CHECK_MESSAGE(e1.ok(), e1.describe());
+      auto v1 = r1.reader().valid();
+      CHECK_MESSAGE(v1.ok(), v1.describe());
+      auto u1 = r1.reader().unlock(redsync::context::timeout(5s));
+      CHECK_MESSAGE(u1.ok(), u1.describe());
+      auto u2 = r2.reader().unlock(redsync::context::timeout(5s));
+      CHECK_MESSAGE(u2.ok(), u2.describe());
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        CHECK_FALSE(redis_client(c[i]).exists(name));
+        CHECK_FALSE(redis_client(c[i]).exists(name + ":redsync-readers"));
+        redis_client(c[i]).command({"CONFIG", "SET", "maxmemory", "0"});
+      }
+    }
+  }
+
+  // A multi-name Mutex that includes the name is a writer too, both ways,
+  // and a waiting one is served after the readers let go.
+  TEST_CASE("a multi-name Mutex over the name excludes readers both ways") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), rwa_nodes());
+    const auto name = unique_name("rw-multi");
+    const auto other = unique_name("rw-multi-other");
+    auto r = rs.new_rw_mutex(name, rwa_quick());
+    REQUIRE(r.reader().lock(redsync::context::timeout(10s)).ok());
+    auto m = rs.new_multi_mutex({other, name}, rwa_quick());
+    CHECK(m.try_lock(redsync::context::timeout(10s)).is(redsync::errc::busy));
+    CHECK_FALSE(redis_client(c[0]).exists(other));  // all or nothing
+    auto waiter = rs.new_multi_mutex({other, name}, rwa_waiting(3s));
+    auto fut = waiter.lock_future(redsync::context::timeout(10s));
+    REQUIRE(wait_until([&] { return rwa_waiters(c[0], name) == 1; }, 5s));
+    const auto released = rwa_steady::now();
+    r.unlock_shared();
+    REQUIRE(fut.get().ok());
+    CHECK(rwa_steady::now() - released < 1s);  // woken, not polled (3 s)
+    CHECK(waiter.token() > r.reader().token());
+    auto r2 = rs.new_rw_mutex(name, rwa_quick());
+    CHECK(r2.reader().try_lock(redsync::context::timeout(10s)).is(redsync::errc::busy));
+    waiter.unlock();
+    CHECK(r2.reader().try_lock(redsync::context::timeout(10s)).ok());
+    r2.unlock_shared();
+  }
 }
