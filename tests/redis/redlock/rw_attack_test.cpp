@@ -394,4 +394,70 @@ TEST_SUITE("rw_attack") {
     CHECK(r2.reader().try_lock(redsync::context::timeout(10s)).ok());
     r2.unlock_shared();
   }
+
+  // A stream of overlapping readers (the name never drains by itself): a
+  // writer that asks is served after the readers ahead of it, not starved.
+  TEST_CASE("a writer is not starved by a stream of overlapping readers") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), rwa_nodes());
+    const auto name = unique_name("rw-stream");
+    std::atomic<bool> stop{false};
+    std::atomic<int> reads{0};
+    std::vector<std::thread> ts;
+    for (int k = 0; k < 4; ++k) {
+      ts.emplace_back([&, k] {
+        auto m = rs.new_rw_mutex(name, rwa_waiting(50ms));
+        std::this_thread::sleep_for(std::chrono::milliseconds(k * 60));
+        while (!stop) {
+          if (!m.reader().lock(redsync::context::timeout(10s)).ok()) continue;
+          ++reads;
+          std::this_thread::sleep_for(250ms);
+          m.reader().unlock(redsync::context::timeout(10s));
+        }
+      });
+    }
+    REQUIRE(wait_until([&] { return reads.load() >= 8; }, 10s));
+    auto w = rs.new_rw_mutex(name, rwa_waiting(50ms));
+    const auto asked = rwa_steady::now();
+    const auto got = w.writer().lock(redsync::context::timeout(5s));
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(rwa_steady::now() - asked);
+    MESSAGE("writer: " << got.describe() << " after " << took.count() << " ms");
+    CHECK(got.ok());
+    CHECK(took < 1500ms);
+    if (got.ok()) w.unlock();
+    stop = true;
+    for (auto& t : ts) t.join();
+  }
+
+  // The other way: writers that re-lock at once do not starve a reader.
+  TEST_CASE("a reader is not starved by writers that re-lock at once") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), rwa_nodes());
+    const auto name = unique_name("rw-wstream");
+    std::atomic<bool> stop{false};
+    std::atomic<int> writes{0};
+    std::vector<std::thread> ts;
+    for (int k = 0; k < 3; ++k) {
+      ts.emplace_back([&] {
+        auto m = rs.new_rw_mutex(name, rwa_waiting(50ms));
+        while (!stop) {
+          if (!m.writer().lock(redsync::context::timeout(10s)).ok()) continue;
+          ++writes;
+          std::this_thread::sleep_for(100ms);
+          m.writer().unlock(redsync::context::timeout(10s));
+        }
+      });
+    }
+    REQUIRE(wait_until([&] { return writes.load() >= 6; }, 10s));
+    auto r = rs.new_rw_mutex(name, rwa_waiting(50ms));
+    const auto asked = rwa_steady::now();
+    const auto got = r.reader().lock(redsync::context::timeout(5s));
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(rwa_steady::now() - asked);
+    MESSAGE("reader: " << got.describe() << " after " << took.count() << " ms");
+    CHECK(got.ok());
+    CHECK(took < 1500ms);
+    if (got.ok()) r.unlock_shared();
+    stop = true;
+    for (auto& t : ts) t.join();
+  }
 }
