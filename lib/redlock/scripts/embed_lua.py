@@ -70,8 +70,9 @@ SCRIPTS = {
                               [mark_key_last, cluster_publish, acquire_votes]),
     "release": Script(["release_head", "line_prelude", "release"]),
     "release_cluster": Script(["release_head", "line_prelude", "release"], [cluster_publish]),
-    "leave": Script(["leave_head", "line_prelude", "leave"]),
-    "leave_cluster": Script(["leave_head", "line_prelude", "leave"], [cluster_publish]),
+    "leave": Script(["leave_head", "line_prelude", "rw_mark", "rw_wake", "leave"]),
+    "leave_cluster": Script(["leave_head", "line_prelude", "rw_mark", "rw_wake", "leave"],
+                            [cluster_publish, rw_cluster_publish]),
     # The holder's (holder_scripts.cpp) and the node record's
     # (record_scripts.cpp): the same on every kind of member.
     "extend": Script(["extend"]),
@@ -94,13 +95,15 @@ SCRIPTS = {
     "semaphore_extend": Script(["kind_mark", "semaphore_prelude", "semaphore_extend"]),
     "semaphore_fence": Script(["raise_fence", "semaphore_fence"]),
     # An RWMutex's reader (rw_scripts.cpp); its writer runs the mutex's.
-    "rw_acquire": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "grant_record", "rw_acquire"]),
-    "rw_acquire_cluster": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "grant_record",
-                                  "mark_vote", "rw_acquire"], [cluster_publish, rw_cluster_publish, acquire_votes]),
+    "rw_acquire": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "rw_wake", "grant_record",
+                          "rw_acquire"]),
+    "rw_acquire_cluster": Script(["rw_acquire_head", "line_prelude", "kind_mark", "rw_mark", "rw_wake",
+                                  "grant_record", "mark_vote", "rw_acquire"], [cluster_publish, rw_cluster_publish, acquire_votes]),
     "rw_release": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"]),
     "rw_release_cluster": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_release"], [cluster_publish]),
-    "rw_leave": Script(["rw_release_head", "line_prelude", "leave"]),
-    "rw_leave_cluster": Script(["rw_release_head", "line_prelude", "leave"], [cluster_publish]),
+    "rw_leave": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_wake", "leave"]),
+    "rw_leave_cluster": Script(["rw_release_head", "line_prelude", "rw_mark", "rw_wake", "leave"],
+                               [cluster_publish, rw_cluster_publish]),
     "rw_extend": Script(["rw_mark", "rw_extend"]),
     "rw_check": Script(["rw_mark", "rw_check"]),
 }

@@ -6,8 +6,8 @@
 -- readers together. The grant adds the reader to the readers' set and keeps
 -- the readers' mark in the lock key until the latest reader's expiry. The
 -- answers are acquire.lua's, so the mutex's client code drives it. Sent
--- after rw_acquire_head.lua, line_prelude.lua, kind_mark.lua and
--- rw_mark.lua (and mark_vote.lua on a cluster member).
+-- after rw_acquire_head.lua, line_prelude.lua, kind_mark.lua, rw_mark.lua,
+-- rw_wake.lua and grant_record.lua (and mark_vote.lua on a cluster member).
 
 local record = KEYS[2]
 local value = ARGV[1]
@@ -29,6 +29,13 @@ end
 -- release handed the name to the reader at the head of the line).
 local open = not held or held == readers_mark or
   (is_reservation(held) and is_reader(string.sub(held, #reserved_prefix + 1)))
+-- A value is one reader: a member already in the set (another holder
+-- made with the same fixed value, or an undo of ours not run yet) refuses,
+-- as a writer's SET NX refuses its own value, so that one release can never
+-- end another's hold.
+if open and redis.call('ZSCORE', readers, value) then
+  open = false
+end
 local in_line = 0
 if open and redis.call('EXISTS', line()) == 1 then
   live_head(1)
@@ -53,16 +60,8 @@ if open then
   -- The first reader of a run here wakes the live readers queued up to the
   -- first live writer: they share the name with it. Later readers of the
   -- run find the mark and wake nobody.
-  if held ~= readers_mark and redis.call('EXISTS', line()) == 1 then
-    for _, e in ipairs(redis.call('ZRANGE', line(), 0, -1)) do
-      local live = tonumber(redis.call('HGET', leases(), e) or '0') >= clock()
-      if live and not is_reader(e) then
-        break
-      end
-      if live and e ~= value then
-        redis.call("PUBLISH", ARGV[7] .. ':' .. redis.sha1hex(e), e)
-      end
-    end
+  if held ~= readers_mark then
+    wake_readers(1, ARGV[7], value)
   end
   local token, run, age, window = grant_record(record, clock(), tonumber(ARGV[2]))
   return {token, run, age, window, in_line}
