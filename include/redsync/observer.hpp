@@ -106,6 +106,9 @@ struct acquire_event {
   /// The fencing token on success, else `fencing_token{}` (0); the same
   /// type as `Mutex::token()`, printable with `operator<<`.
   fencing_token token{};
+  /// True for an `RWMutex` reader's (a shared hold), false for a writer's
+  /// or any other `Mutex`'s.
+  bool shared = false;
 };
 
 /// An `unlock` finished.
@@ -114,6 +117,9 @@ struct release_event {
   std::span<const std::string> names;
   /// The outcome (`errc::lost` when the lock had been lost meanwhile).
   const result& outcome;
+  /// True for an `RWMutex` reader's (a shared hold), false for a writer's
+  /// or any other `Mutex`'s.
+  bool shared = false;
 };
 
 /// An extension finished (by `extend`, or automatic).
@@ -124,6 +130,9 @@ struct extend_event {
   bool automatic = false;
   /// The outcome.
   const result& outcome;
+  /// True for an `RWMutex` reader's (a shared hold), false for a writer's
+  /// or any other `Mutex`'s.
+  bool shared = false;
 };
 
 /// A held lock was lost under auto-extension (the moment `on_lost` runs).
@@ -132,6 +141,9 @@ struct lost_event {
   std::span<const std::string> names;
   /// `errc::lost`, with the last failed extension's per-node detail.
   const result& outcome;
+  /// True for an `RWMutex` reader's (a shared hold), false for a writer's
+  /// or any other `Mutex`'s.
+  bool shared = false;
 };
 
 /// A node's state changed.

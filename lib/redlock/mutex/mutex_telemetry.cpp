@@ -21,6 +21,10 @@ std::string names_of(std::span<const std::string> names) {
   return out;
 }
 
+bool shared(const mutex_state& st) {
+  return st.kind == hold_kind::shared;
+}
+
 }  // namespace
 
 void telemetry::acquisition(const mutex_state& st, bool blocking, const result& r) {
@@ -32,25 +36,28 @@ void telemetry::acquisition(const mutex_state& st, bool blocking, const result& 
     token = st.token;
   }
   notify([&](observer& o) {
-    o.on_acquire({.names = st.names, .blocking = blocking, .outcome = r, .token = token});
+    o.on_acquire(
+        {.names = st.names, .blocking = blocking, .outcome = r, .token = token, .shared = shared(st)});
   });
 }
 
 void telemetry::release(const mutex_state& st, const result& r) {
   releases_.add(r);
-  notify([&](observer& o) { o.on_release({.names = st.names, .outcome = r}); });
+  notify([&](observer& o) { o.on_release({.names = st.names, .outcome = r, .shared = shared(st)}); });
 }
 
 void telemetry::extension(const mutex_state& st, bool automatic, const result& r) {
   extensions_.add(r);
-  notify([&](observer& o) { o.on_extend({.names = st.names, .automatic = automatic, .outcome = r}); });
+  notify([&](observer& o) {
+    o.on_extend({.names = st.names, .automatic = automatic, .outcome = r, .shared = shared(st)});
+  });
 }
 
 void telemetry::lost(const mutex_state& st, const result& r) {
   lost_.fetch_add(1, std::memory_order_relaxed);
   if (logging())
     log(log_level::warning, fmt::format("redsync: lock \"{}\": {}", names_of(st.names), r.describe()));
-  notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r}); });
+  notify([&](observer& o) { o.on_lost({.names = st.names, .outcome = r, .shared = shared(st)}); });
 }
 
 }  // namespace redsync::detail

@@ -72,6 +72,23 @@ long long rw_waiters(const redis_server& s, const std::string& name) {
   return redis_client(s).command({"ZCARD", name + ":redsync-line"}).integer;
 }
 
+// Which holds the observer was told of, by kind.
+struct rw_observed final : redsync::observer {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  void note(const char* what, bool shared) {
+    std::lock_guard lk(mu);
+    seen.push_back(std::string(what) + (shared ? ":shared" : ":exclusive"));
+  }
+  void on_acquire(const redsync::acquire_event& e) override { note("acquire", e.shared); }
+  void on_release(const redsync::release_event& e) override { note("release", e.shared); }
+  void on_extend(const redsync::extend_event& e) override { note("extend", e.shared); }
+  std::vector<std::string> events() {
+    std::lock_guard lk(mu);
+    return seen;
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("rw_mutex") {
@@ -121,6 +138,23 @@ TEST_SUITE("rw_mutex") {
         CHECK_FALSE(rc.exists(name + ":redsync-readers"));
       }
     }
+  }
+
+  TEST_CASE("the observer tells a reader's events (shared) from a writer's and a plain mutex's") {
+    cluster c(3);
+    auto seen = std::make_shared<rw_observed>();
+    redsync::redsync_options o = rw_nodes();
+    o.observer = seen;
+    redsync::Redsync rs(c.uris(), o);
+    auto rw = rs.new_rw_mutex(unique_name("rw-observed"), rw_options());
+    REQUIRE(rw.reader().lock(redsync::context::timeout(10s)).ok());
+    REQUIRE(rw.reader().extend(redsync::context::timeout(10s)).ok());
+    REQUIRE(rw.reader().unlock(redsync::context::timeout(10s)).ok());
+    REQUIRE(rw.writer().lock(redsync::context::timeout(10s)).ok());
+    REQUIRE(rw.writer().unlock(redsync::context::timeout(10s)).ok());
+    REQUIRE(wait_until([&] { return seen->events().size() == 5; }, 10s));
+    CHECK(seen->events() == std::vector<std::string>{"acquire:shared", "extend:shared", "release:shared",
+                                                     "acquire:exclusive", "release:exclusive"});
   }
 
   TEST_CASE("std::shared_lock reads and std::unique_lock writes through the SharedLockable names") {
