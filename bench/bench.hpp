@@ -53,6 +53,8 @@ struct config {
   int semaphore_contenders = 64;
   // memory: locks held at once.
   int locks = 10000;
+  // rw: threads of the mixed read-write point.
+  int rw_threads = 16;
 };
 
 json run_floor(const config& cfg);
@@ -67,6 +69,8 @@ json run_memory(const config& cfg);
 json run_ladder(const config& cfg);
 json run_contention(const config& cfg);
 json run_semaphore(const config& cfg);
+// The read-write lock's cycles and mixed point, and the coroutine cycle (rw.cpp).
+json run_rw(const config& cfg);
 json run_cluster(const config& cfg);
 // The blocking cycle alone, standalone against cluster members whose
 // masters have replicas (masters' CPU and commandstats).

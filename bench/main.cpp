@@ -1,6 +1,6 @@
 // redsync_bench --nodes URI,... [--only NAME] [--iterations N] [--json]
 // Measurements: floor, floor_epoll, cycle, throughput, handover, degraded, failed_lock,
-// memory, ladder, contention, semaphore, cluster (default: floor,cycle,throughput,handover,memory; the
+// memory, ladder, contention, semaphore, rw, cluster (default: floor,cycle,throughput,handover,memory; the
 // degraded ones need a cluster prepared by scripts/bench).
 
 #include "bench.hpp"
@@ -42,7 +42,7 @@ namespace {
 
 const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --only NAME[,NAME]   floor, floor_epoll, cycle, throughput, handover, degraded, failed_lock,
-                       memory, ladder, contention, semaphore, cluster,
+                       memory, ladder, contention, semaphore, rw, cluster,
                        cluster_cycle, durable
                        (cluster, cluster_cycle: --nodes lists standalone and
                        redis+cluster:// members, 3 of each in scripts/bench;
@@ -63,6 +63,7 @@ const char* const usage = R"(usage: redsync_bench --nodes URI,URI,... [options]
   --semaphore-contenders N    semaphore: processes (default 64; redsync_sem_contender
                        next to this program)
   --locks N            memory: locks held at once (default 10000)
+  --rw-threads N       rw: threads of the mixed read-write point (default 16)
   --tries N            failed_lock: tries (default: the library's, 32)
   --label TEXT         degraded: what state the cluster is in
   --cycle-modes LIST   cycle: default,fail_fast (default both; one alone
@@ -122,6 +123,8 @@ int main(int argc, char** argv) {
         cfg.semaphore_permits = split_ints(value());
       } else if (a == "--semaphore-contenders") {
         cfg.semaphore_contenders = std::stoi(std::string(value()));
+      } else if (a == "--rw-threads") {
+        cfg.rw_threads = std::stoi(std::string(value()));
       } else if (a == "--locks") {
         cfg.locks = std::stoi(std::string(value()));
       } else if (a == "--tries") {
@@ -167,6 +170,7 @@ int main(int argc, char** argv) {
       {"ladder", bench::run_ladder},
       {"contention", bench::run_contention},
       {"semaphore", bench::run_semaphore},
+      {"rw", bench::run_rw},
       {"cluster", bench::run_cluster},
       {"cluster_cycle", bench::run_cluster_cycle},  // scripts/bench --only-cluster, members with replicas
       {"durable", bench::run_durable},  // every node needs a replica: scripts/bench --only-durable
