@@ -30,7 +30,11 @@ NAMES = ["chaos-a", "chaos-b", "chaos-c"]
 # and "chaos-sem/1", so fencing is checked per slot as the README says.
 SEMAPHORE = "chaos-sem"
 PERMITS = 2
-RESOURCE_NAMES = NAMES + ["%s/%d" % (SEMAPHORE, s) for s in range(PERMITS)]
+# A read-write lock (RWMutex) contended for by readers and writers; its
+# writers' sections use the resource's slot of that name (readers share the
+# name and leave the resource alone).
+RW_NAME = "chaos-rw"
+RESOURCE_NAMES = NAMES + ["%s/%d" % (SEMAPHORE, s) for s in range(PERMITS)] + [RW_NAME]
 NODES = 5
 # --clusters: MEMBERS cluster members of MASTERS masters with a replica each,
 # cluster-node-timeout NODE_TIMEOUT_MS (a killed master's replica is promoted
@@ -76,6 +80,16 @@ SEM_CLIENTS = [
     # Long sections checked only before they start, as "long" above.
     ("sem-long", False, 3000, 1500),
 ]
+# Read-write lock clients: (label, role, async, expiry ms, work ms, nodes:
+# None = all of them, n = the first n only). The readers hold long enough
+# to overlap one another often; the async writer's sections of up to 0.4 s
+# are where the nemesis's client pauses find a writer.
+RW_CLIENTS = [
+    ("rw-reader", "reader", False, 1000, 300, None),
+    ("rw-reader-async", "reader", True, 1000, 300, None),
+    ("rw-writer", "writer", False, 1000, 20, None),
+    ("rw-writer-async", "writer", True, 1500, 400, None),
+]
 CLI_TTL_MS = 2000
 CLI_LOOPS = 2
 
@@ -89,6 +103,9 @@ META = {
     "meta-semaphore-majority": ("a semaphore of %d permits with a majority quorum and nodes that count permits "
                                 "but ignore slots (the test-only unsafe variant)" % PERMITS,
                                 ["more_than_k_holders"]),
+    "meta-rw-minority-readers": ("a read-write lock whose readers build their Redsync over 2 of the 5 nodes, so a "
+                                 "reader's quorum (both of them) is no majority of the nodes the writers use",
+                                 ["reader_with_writer"]),
     # --clusters only.
     "meta-cluster-failover-trusted": ("cluster members whose promoted replicas were cut off from the master's "
                                       "last writes, each at once trusted as if its master had not changed (the "
@@ -115,6 +132,10 @@ UNCHECKED_KINDS = {"pause_promote": 1}
 # the refusals: in 15 s one seed in two or three showed none (8 seeds
 # measured), in 30 s every one of 6 did.
 META_MIN_DURATION = {"meta-semaphore-majority": 30}
+# Seconds a meta run lasts at most. The read-write lock's minority readers
+# overlap a writer from the first grants on (hundreds of overlaps in 15 s),
+# and CI's time is short.
+META_MAX_DURATION = {"meta-rw-minority-readers": 10}
 
 
 def create_resource(path, slots, enforce):
@@ -148,6 +169,8 @@ def clients_of(config):
         return [("long-%d" % k, "blocking", 2000, False, 1200) for k in range(3)]
     if config == "meta-semaphore-majority":
         return []  # only the unsafe semaphore's clients (sem_clients_of)
+    if config == "meta-rw-minority-readers":
+        return []  # only the read-write lock's clients (rw_clients_of)
     if config == "meta-cluster-failover-trusted":
         # Long sections, checked only before they start: a holder is often
         # still inside one when a replica that missed its lock is promoted.
@@ -174,6 +197,18 @@ def extra_args_of(config, label, run_dir):
         # the nemesis says, 0.2 s before it resumes the stopped masters.
         out += ["--trigger", os.path.join(run_dir, "trigger"), "--lock-timeout", "1000"]
     return out
+
+
+def rw_clients_of(config):
+    if config == "meta-rw-minority-readers":
+        # Readers over nodes 0 and 1 only, holding long and overlapping one
+        # another, so those two nodes nearly always have a reader: a writer
+        # they refuse still wins nodes 2, 3 and 4, a majority of its five.
+        return ([("minority-reader-%d" % k, "reader", k == 1, 2000, 1000, 2) for k in range(3)] +
+                [("writer-%d" % k, "writer", k == 1, 1000, 50, None) for k in range(2)])
+    if config in ("main", "cluster"):
+        return RW_CLIENTS
+    return []
 
 
 def sem_clients_of(config):
@@ -220,13 +255,22 @@ def start_clients(run_dir, build, uris, duration, seed, config):
             args.append("--unsafe-majority-count-only")
         log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
         procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
+    for k, (label, role, use_async, expiry, work, nodes) in enumerate(rw_clients_of(config)):
+        args = [os.path.join(build, "tests/chaos/chaos_client"), "rw", "--nodes", ",".join(uris[:nodes]),
+                "--resource", os.path.join(run_dir, "resource.bin"), "--names", ",".join(resource_names),
+                "--history", os.path.join(run_dir, "history", label + ".jsonl"), "--client", label,
+                "--rw", RW_NAME, "--role", role, "--async", "1" if use_async else "0",
+                "--expiry", str(expiry), "--work", str(work), "--duration", str(duration),
+                "--seed", str(seed * 100 + 70 + k)]
+        log = open(os.path.join(run_dir, "logs", label + ".log"), "w")
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
     return procs
 
 
 def all_clients_of(config):
     """Every client process of a run, in start_clients' order: (label, auto-extends)."""
     return ([(c[0], c[1] == "auto") for c in clients_of(config)] +
-            [(c[0], False) for c in sem_clients_of(config)])
+            [(c[0], False) for c in sem_clients_of(config)] + [(c[0], False) for c in rw_clients_of(config)])
 
 
 def cli_loop(k, run_dir, build, uris, stop_at, seed, runs_log, lock):
@@ -275,19 +319,24 @@ def run_once(args, config, seed, duration):
                     enforce=config not in ("meta-pause-unfenced", "meta-cluster-failover-trusted"))
 
     max_expiry = max([c[2] for c in CLIENTS + [("cli", "", CLI_TTL_MS, False, 0)]] +
-                     [c[2] for c in SEM_CLIENTS])
+                     [c[2] for c in SEM_CLIENTS] + [c[3] for c in RW_CLIENTS])
     if config == "main":
         schedule = make_schedule(seed, duration, NODES, max_expiry)
     elif config == "meta-pause-unfenced":
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"client_pause": 1}, gap=(0.2, 0.8))
     elif config in CLUSTER_CONFIGS:
         schedule = []  # drawn as the run goes (cluster_nemesis.py)
-        max_expiry = max([c[2] for c in clients_of(config)] + ([CLI_TTL_MS] if config == "cluster" else []))
+        max_expiry = max([c[2] for c in clients_of(config)] + [c[3] for c in rw_clients_of(config)] +
+                         ([CLI_TTL_MS] if config == "cluster" else []))
     elif config == "meta-semaphore-majority":
         # Two nodes at a time refusing connections: holders then get
         # different majorities, the node sets of the README's counter-example.
         max_expiry = 5000
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"refuse": 1}, gap=(0.1, 0.3))
+    elif config == "meta-rw-minority-readers":
+        # No fault: the readers' quorum alone lets a writer in beside them.
+        max_expiry = 2000
+        schedule = []
     else:
         max_expiry = 2000
         schedule = make_schedule(seed, duration, NODES, max_expiry, kinds={"restart_empty": 1},
@@ -310,11 +359,12 @@ def run_once(args, config, seed, duration):
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         sems = {SEMAPHORE: PERMITS} if sem_clients_of(config) else {}
         json.dump({"seed": seed, "config": config, "duration": duration, "names": NAMES,
-                   "semaphores": sems, "resource_names": RESOURCE_NAMES, "uris": uris,
+                   "semaphores": sems, "rw_names": [RW_NAME] if rw_clients_of(config) else [],
+                   "resource_names": RESOURCE_NAMES, "uris": uris,
                    "nodes": MEMBERS if clustered else NODES,
                    "partitions": firewall, "guard_window_ms": max_expiry}, f)
     if config == "cluster":
-        nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES, max_expiry,
+        nemesis = ClusterNemesis(cluster, os.path.join(run_dir, "nemesis.jsonl"), NAMES + [RW_NAME], max_expiry,
                                  firewall=firewall)
     elif config == "meta-cluster-failover-unchecked":
         # One fault at a time, on two members at once, of one name's slot
@@ -343,8 +393,8 @@ def run_once(args, config, seed, duration):
         stop_at = start + duration
         nemesis.record("start", seed=seed, config=config)
         procs = start_clients(run_dir, build, uris, duration, seed, config)
-        if config not in ("meta-guard-bypassed", "meta-semaphore-majority", "meta-cluster-failover-trusted",
-                          "meta-cluster-failover-unchecked"):
+        if config not in ("meta-guard-bypassed", "meta-semaphore-majority", "meta-rw-minority-readers",
+                          "meta-cluster-failover-trusted", "meta-cluster-failover-unchecked"):
             lock = threading.Lock()
             for k in range(CLI_LOOPS):
                 t = threading.Thread(target=cli_loop, args=(k, run_dir, build, uris, stop_at, seed, runs_log, lock),
@@ -418,7 +468,8 @@ def main():
     ap.add_argument("--duration", type=int, default=100, help="seconds of the main run (default 100)")
     ap.add_argument("--long", action="store_true", help="a 30-minute main run")
     ap.add_argument("--meta-duration", type=int, default=20,
-                    help="seconds of each meta run (default 20; the semaphore's lasts at least 30)")
+                    help="seconds of each meta run (default 20; the semaphore's lasts at least 30, the "
+                         "read-write lock's at most 10)")
     ap.add_argument("--no-meta", action="store_true", help="skip the meta-test")
     ap.add_argument("--meta-only", action="store_true", help="only the meta-test")
     ap.add_argument("--meta", action="append", choices=sorted(META), metavar="CONFIG",
@@ -469,6 +520,7 @@ def main():
                 continue
             for attempt in range(META_SEEDS):
                 duration = max(args.meta_duration, META_MIN_DURATION.get(config, 0))
+                duration = min(duration, META_MAX_DURATION.get(config, duration))
                 s = run_once(args, config, seed + attempt, duration)
                 print(report.summary_line(s), flush=True)
                 missing = [k for k in expected if s["violations"][k] == 0]

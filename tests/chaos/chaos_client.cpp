@@ -9,6 +9,9 @@
 //                    --history FILE --semaphore s --permits K --async 0|1
 //                    [--unsafe-majority-count-only] [--expiry MS] [--work MS]
 //                    [--duration S] [--seed N] [--lock-timeout MS]
+//   chaos_client rw --nodes URI,... --resource FILE --names a,b,rw --history FILE
+//                    --rw NAME --role reader|writer --async 0|1 [--expiry MS]
+//                    [--work MS] [--duration S] [--seed N] [--lock-timeout MS]
 //   chaos_client touch --resource FILE --names a,b --history FILE [--work MS]
 //
 // `run` is a library client (blocking API, async API, or blocking with
@@ -23,6 +26,12 @@
 // at the run's end), and its stale client (`--trigger FILE`), after one
 // first call, makes each call only when the nemesis raises the number in
 // FILE, and no command between: its slot maps are as old as its last call.
+// `rw` takes the read-write lock NAME (an RWMutex) as a reader or as a
+// writer, over the nodes it is given: a writer runs its sections on the
+// resource's slot NAME (fenced by its token), a reader holds for up to
+// `--work` without touching the resource (readers share it). The RW
+// meta-test's broken readers are given a minority of the nodes (2 of 5):
+// their quorum, a majority of those, is not a majority of all.
 // `touch` is the command that
 // `redsync lock NAME -- chaos_client touch ...` runs: one section with the
 // token the tool passes in REDSYNC_FENCING_TOKEN.
@@ -316,6 +325,81 @@ int run_semaphore_client(const arguments& a) {
   return 0;
 }
 
+int run_rw_client(const arguments& a) {
+  const auto names = split(a.get("names"));
+  const std::string name = a.get("rw");
+  const std::string role = a.get("role");
+  if (role != "reader" && role != "writer")
+    throw std::invalid_argument("--role: expected reader or writer, got \"" + role + "\"");
+  const bool writer = role == "writer";
+  const bool async = a.number("async", 0) != 0;
+  const auto expiry = std::chrono::milliseconds(a.number("expiry", 1000));
+  const auto work = std::chrono::milliseconds(a.number("work", 5));
+  const auto duration = std::chrono::seconds(a.number("duration", 60));
+  const auto lock_timeout = std::chrono::milliseconds(a.number("lock-timeout", 3000));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(a.number("seed", ::getpid())));
+  const std::size_t resource_slot = index_of(names, name);  // checked before any call
+
+  redsync::chaos::shared_resource resource(a.get("resource"));
+  history h(a.get("history"), a.get("client", role));
+  const auto members = redsync::parse_members(a.get("nodes"));
+  redsync::Redsync rs(members, redsync::redsync_options{.connect_timeout = 300ms});
+  const redsync::mutex_options options{.expiry = expiry};
+  redsync::RWMutex rw = rs.new_rw_mutex(name, options);
+  redsync::Mutex& m = writer ? rw.writer() : rw.reader();
+
+  h.record("start",
+           fmt::format(R"("mode":"rw","role":"{}","async":{},"nodes":{},"quorum":{},"expiry_ms":{},)"
+                       R"("work_ms":{},"lock_timeout_ms":{},"timeout_ms":{})",
+                       role, async, members.size(), rs.quorum(), expiry.count(), work.count(),
+                       lock_timeout.count(),
+                       static_cast<long long>(static_cast<double>(expiry.count()) * options.timeout_factor)));
+  const auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+    const auto ctx = redsync::context::timeout(lock_timeout);
+    const auto start = std::chrono::steady_clock::now();
+    h.record("lock_begin", fmt::format(R"("name":{},"role":"{}","start":{},"deadline":{})", json_string(name),
+                                       role, to_ns(start), to_ns(ctx.deadline)));
+    redsync::result r = async ? wait_for(m.lock_future(ctx)) : m.lock(ctx);
+    const auto stop = std::chrono::steady_clock::now();
+    h.record(
+        "lock",
+        fmt::format(R"("name":{},"role":"{}","start":{},"end":{},"deadline":{},"token":{},"until":{},{})",
+                    json_string(name), role, to_ns(start), to_ns(stop), to_ns(ctx.deadline),
+                    r ? m.token().value : 0, r ? to_ns(m.until()) : 0, result_fields(r)));
+    if (!r) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 100)(rng)));
+      continue;
+    }
+    const auto hold = std::chrono::milliseconds(std::uniform_int_distribution<long>(0, work.count())(rng));
+    // A holder acts only with time left on its validity, as the README asks.
+    if (m.until() - std::chrono::steady_clock::now() <= hold + expiry / 10) {
+      h.record("late", fmt::format(R"("name":{},"token":{})", json_string(name), m.token().value));
+    } else if (writer) {
+      redsync::chaos::run_section(resource, h,
+                                  {.slot = resource_slot,
+                                   .name = name,
+                                   .token = m.token().value,
+                                   .until_ns = to_ns(m.until()),
+                                   .work = hold});
+    } else {
+      std::this_thread::sleep_for(hold);
+    }
+    const auto u_start = std::chrono::steady_clock::now();
+    h.record("unlock_begin",
+             fmt::format(R"("name":{},"role":"{}","start":{})", json_string(name), role, to_ns(u_start)));
+    redsync::result u = async ? wait_for(m.unlock_future()) : m.unlock(redsync::context{});
+    h.record("unlock",
+             fmt::format(R"("name":{},"role":"{}","start":{},"end":{},"token":{},{})", json_string(name),
+                         role, to_ns(u_start), to_ns(std::chrono::steady_clock::now()), m.token().value,
+                         result_fields(u)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 20)(rng)));
+  }
+  h.record("stop", "");
+  return 0;
+}
+
 pid_t parent_of(pid_t pid) {
   FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
   if (f == nullptr) return 0;
@@ -365,9 +449,10 @@ int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "run") return run_client(parse(argc, argv));
     if (command == "semaphore") return run_semaphore_client(parse(argc, argv));
+    if (command == "rw") return run_rw_client(parse(argc, argv));
     if (command == "touch") return run_touch(parse(argc, argv));
     fmt::print(stderr,
-               "usage: chaos_client run|semaphore|touch --option value ... (see the source's header)\n");
+               "usage: chaos_client run|semaphore|rw|touch --option value ... (see the source's header)\n");
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "chaos_client: {}\n", e.what());

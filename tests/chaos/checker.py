@@ -72,6 +72,24 @@ resource checks fencing, overlaps and lost updates per permit slot):
   another undoes and retries) plus slack. A semaphore has no waiting line,
   so being overtaken is no violation. The example says "idle".
 
+For each read-write lock of the run (run.json "rw_names"; its clients'
+"lock" records carry "role": "reader" or "writer", and a grant is as for a
+library client above, on the validity the client believed):
+- reader_with_writer: a reader's grant and a writer's grant of the name
+  overlap (one begins inside the other).
+- two_writers: a writer's grant begins inside another writer's.
+- rw_token_not_increasing: token_not_increasing's rule with readers in it:
+  a writer's token must exceed every grant's (reader or writer) that had
+  begun before its lock call started or had ended before it was granted,
+  and a reader's token every such writer's; so writers' tokens increase in
+  grant order and a reader's lies between the writers' around it. Readers'
+  tokens are not ordered among themselves.
+- rw_liveness: liveness's rule for a failed reader or writer call, where
+  what holds the name against it is, for a writer, every other grant of the
+  name, and for a reader, the writers' grants and the lock calls of writers
+  that arrived before it (waiting ahead of it in the fair line, they keep
+  it out) until they return; other readers never do.
+
 Liveness is also reported per fault kind: of the library lock calls that
 overlapped a fault of that kind ("none": no fault at all), how many
 acquired, how many failed with an excuse (and which), and how many were
@@ -87,7 +105,8 @@ SLACK_NS = 300_000_000  # scheduling slack on a loaded 2-core machine
 CLI_OK_STATUS = {0, 69, 75, 79}
 KINDS = ("two_holders", "token_not_increasing", "stale_write_accepted", "lost_update", "unbounded_call",
          "unfinished_call", "process_failed", "liveness", "more_than_k_holders", "slot_two_holders",
-         "slot_token_not_increasing", "semaphore_liveness")
+         "slot_token_not_increasing", "semaphore_liveness", "reader_with_writer", "two_writers",
+         "rw_token_not_increasing", "rw_liveness")
 NODES = 5
 # Faults after which a node does not vote until the restart guard has seen
 # it for a window (and its counter is repaired, one more window).
@@ -227,6 +246,7 @@ class Checker:
         # then "<semaphore>/<slot>" for each permit slot).
         self.semaphores = self.meta.get("semaphores", {})
         self.resource_names = self.meta.get("resource_names", self.names)
+        self.rw_names = self.meta.get("rw_names", [])
         self.events = []
         for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
             self.events += load_lines(path)
@@ -241,6 +261,7 @@ class Checker:
                                       self.nodes)
         self.liveness_by_fault = {}
         self.semaphore_liveness_by_fault = {}
+        self.rw_liveness_by_fault = {}
         self.why = {}
         self.v = {k: 0 for k in KINDS}
         self.examples = {k: [] for k in KINDS}
@@ -250,6 +271,7 @@ class Checker:
         self.locks = []
         self.lock_proc = []  # the process of each entry of self.locks
         self.acquires, self.acquire_proc = [], []  # semaphore acquisitions, as self.locks
+        self.rw_locks, self.rw_lock_proc = [], []  # readers' and writers' lock calls, as self.locks
         self.quorum_of = {}  # proc -> the quorum of its semaphore (its "start" record)
         self.expiry_of = {}  # proc -> its expiry, ns
 
@@ -298,13 +320,17 @@ class Checker:
                     self.check_call_bound(e, e["start"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "release")
                 elif op == "lock":
                     open_calls.pop("lock", None)
-                    self.locks.append(e)
-                    self.lock_proc.append(proc)
+                    if e.get("role"):
+                        self.rw_locks.append(e)
+                        self.rw_lock_proc.append(proc)
+                    else:
+                        self.locks.append(e)
+                        self.lock_proc.append(proc)
                     self.check_call_bound(e, e["deadline"] + self.timeout_ns.get(proc, 0) + SLACK_NS, "lock")
                     if e.get("ok"):
                         grant = {"proc": proc, "pids": [e["pid"]], "name": e["name"], "token": e["token"],
                                  "start": e["start"], "granted": e["end"], "until": e["until"], "released": None,
-                                 "cli": False}
+                                 "cli": False, "role": e.get("role")}
                         self.grants.append(grant)
                 elif op == "unlock":
                     open_calls.pop("unlock", None)
@@ -393,12 +419,13 @@ class Checker:
                     "granted": g["granted"],
                     "earlier": {"token": a["token"], "pid": a["pids"][0], "granted": a["granted"]}})
 
-    def tokens_not_increasing(self, grants):
+    def tokens_not_increasing(self, grants, pool=None):
         """The grants (of one name, or one slot) that break check_tokens'
-        rule, each with the earlier grant whose token it should exceed."""
+        rule, each with the earlier grant whose token it should exceed:
+        among themselves, or, given a pool, against the pool's grants."""
         late = {}
         for key, before in (("granted", lambda g: g["start"]), ("end", lambda g: g["granted"])):
-            earlier = sorted(grants, key=lambda g: g[key] if key == "granted" else self.grant_end(g))
+            earlier = sorted(grants if pool is None else pool, key=lambda g: g[key] if key == "granted" else self.grant_end(g))
             best, best_g, k = 0, None, 0
             for g in sorted(grants, key=before):
                 while k < len(earlier) and (earlier[k]["granted"] if key == "granted"
@@ -439,6 +466,35 @@ class Checker:
                         "name": name, "slot": slot, "token": g["token"], "pid": g["pids"][0],
                         "acquire_start": g["start"], "granted": g["granted"],
                         "earlier": {"token": a["token"], "pid": a["pids"][0], "granted": a["granted"]}})
+
+    def check_rw(self):
+        """Per read-write lock: no reader's grant overlapping a writer's, no
+        two writers', and the token rule with readers (docstring)."""
+        for name in self.rw_names:
+            grants = sorted((g for g in self.grants if g.get("role") and g["name"] == name),
+                            key=lambda g: g["granted"])
+            open_grants = []
+            for g in grants:
+                open_grants = [a for a in open_grants if self.grant_end(a) > g["granted"]]
+                for a in open_grants:
+                    if (a["proc"] == g["proc"] and a["token"] == g["token"]) or \
+                            a["role"] == g["role"] == "reader":
+                        continue
+                    kind = "two_writers" if a["role"] == g["role"] else "reader_with_writer"
+                    self.violation(kind, {
+                        "name": name, "at": g["granted"],
+                        "holder": {"role": a["role"], "pid": a["pids"][0], "token": a["token"],
+                                   "granted": a["granted"], "end": self.grant_end(a)},
+                        "second": {"role": g["role"], "pid": g["pids"][0], "token": g["token"]}})
+                open_grants.append(g)
+            writers = [g for g in grants if g["role"] == "writer"]
+            readers = [g for g in grants if g["role"] == "reader"]
+            for g, a in self.tokens_not_increasing(writers, grants) + self.tokens_not_increasing(readers, writers):
+                self.violation("rw_token_not_increasing", {
+                    "name": name, "role": g["role"], "token": g["token"], "pid": g["pids"][0],
+                    "lock_start": g["start"], "granted": g["granted"],
+                    "earlier": {"role": a["role"], "token": a["token"], "pid": a["pids"][0],
+                                "granted": a["granted"]}})
 
     def check_resource(self):
         accepted = {}
@@ -504,20 +560,29 @@ class Checker:
 
     def liveness_reason(self, e, proc):
         """Why failed call e is excused, or None when it is a violation (then
-        self.why says what was wrong)."""
+        self.why says what was wrong). A reader's or writer's call (e has a
+        "role") is held back only by what excludes it (check_rw's docstring)."""
         start, end = e["start"], e["end"]
         if self.node_faults.voting_throughout(start, end, name=e["name"]) < self.nodes // 2 + 1:
             return "quorum_touched"
         if self.pauses.paused_within([e["pid"]], start, end):
             return "caller_paused"
-        others = [g for g in self.grants if g["name"] == e["name"] and g["proc"] != proc]
+        role = e.get("role")
+        others = [g for g in self.grants if g["name"] == e["name"] and g["proc"] != proc and
+                  (role != "reader" or g.get("role") == "writer")]
         during = [g for g in others if self.occupancy(g)[0] <= end and self.occupancy(g)[1] >= start]
         if any(self.holder_gone_or_paused(g, start, end) for g in during):
             return "holder_paused_or_gone"
+        spans = [self.occupancy(g) for g in during]
+        if role == "reader":
+            # Writers waiting ahead of it in the line, until their calls return.
+            spans += [(w["start"], w["end"]) for w, p in zip(self.rw_locks, self.rw_lock_proc)
+                      if w["role"] == "writer" and w["name"] == e["name"] and p != proc and
+                      w["start"] < start + SLACK_NS and w["end"] >= start and w["start"] <= end]
         # Contention within its bound: no long idle gap, no overtaking.
         allowed = self.timeout_ns.get(proc, 0) + CLAIM_EXTRA_NS + MAX_RETRY_DELAY_NS + SLACK_NS
         covered_to, gap = start, 0
-        for a, b in sorted(self.occupancy(g) for g in during):
+        for a, b in sorted(spans):
             if a > covered_to:
                 gap = max(gap, a - covered_to)
             covered_to = max(covered_to, b)
@@ -598,20 +663,24 @@ class Checker:
             row["liveness"] = round(row["acquired"] / row["lock_calls"], 3) if row["lock_calls"] else 0.0
 
     def check_liveness(self):
-        for e, proc in zip(self.locks, self.lock_proc):
+        for e, proc, table, kind in ([(e, p, self.liveness_by_fault, "liveness")
+                                      for e, p in zip(self.locks, self.lock_proc)] +
+                                     [(e, p, self.rw_liveness_by_fault, "rw_liveness")
+                                      for e, p in zip(self.rw_locks, self.rw_lock_proc)]):
             kinds = self.node_faults.kinds_during(e["start"], e["end"])
             reason = "acquired" if e.get("ok") else self.liveness_reason(e, proc)
-            self.count_liveness(self.liveness_by_fault, kinds, reason)
+            self.count_liveness(table, kinds, reason)
             if reason is None:
-                self.violation("liveness", dict(self.why, name=e["name"], pid=e["pid"], client=e.get("client"),
-                                                error=e.get("error"), ms=(e["end"] - e["start"]) / 1e6,
-                                                start=e["start"], faults=kinds))
+                self.violation(kind, dict(self.why, name=e["name"], pid=e["pid"], client=e.get("client"),
+                                          role=e.get("role"), error=e.get("error"),
+                                          ms=(e["end"] - e["start"]) / 1e6, start=e["start"], faults=kinds))
 
     def summary(self):
         self.replay()
         self.check_exclusion()
         self.check_tokens()
         self.check_semaphores()
+        self.check_rw()
         self.check_resource()
         self.check_processes()
         self.check_liveness()
@@ -626,6 +695,11 @@ class Checker:
         for e in self.acquires:
             if not e.get("ok"):
                 acquire_errors[e["error"]] = acquire_errors.get(e["error"], 0) + 1
+        rw_ok = sum(1 for e in self.rw_locks if e.get("ok"))
+        rw_errors = {}
+        for e in self.rw_locks:
+            if not e.get("ok"):
+                rw_errors[e["error"]] = rw_errors.get(e["error"], 0) + 1
         cli_status = {}
         for r in self.cli_runs.values():
             cli_status[str(r["status"])] = cli_status.get(str(r["status"]), 0) + 1
@@ -649,10 +723,17 @@ class Checker:
                 "acquire_calls": len(self.acquires), "acquire_ok": acquired,
                 "semaphore_liveness": round(acquired / len(self.acquires), 3) if self.acquires else 0.0,
                 "acquire_errors": acquire_errors,
+                "rw_names": self.rw_names,
+                "rw_lock_calls": len(self.rw_locks), "rw_lock_ok": rw_ok,
+                "rw_reader_grants": sum(1 for g in self.grants if g.get("role") == "reader"),
+                "rw_writer_grants": sum(1 for g in self.grants if g.get("role") == "writer"),
+                "rw_liveness": round(rw_ok / len(self.rw_locks), 3) if self.rw_locks else 0.0,
+                "rw_lock_errors": rw_errors,
                 "cli_runs": len(self.cli_runs), "cli_exit_status": cli_status,
             },
             "liveness_by_fault": self.liveness_by_fault,
             "semaphore_liveness_by_fault": self.semaphore_liveness_by_fault,
+            "rw_liveness_by_fault": self.rw_liveness_by_fault,
             "faults": faults,
             "skipped_faults": skipped,
             "observed": self.observed,

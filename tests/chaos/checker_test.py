@@ -18,6 +18,7 @@ import checker  # noqa: E402
 MS = 1_000_000
 NAMES = ["a"]
 SEM = "s"  # the semaphore of the semaphore tests, k = History.permits
+RW = "rw"  # the read-write lock of the read-write tests
 
 
 class History:
@@ -30,6 +31,37 @@ class History:
         self.counter = 0
         self.permits = 0  # k of semaphore SEM, 0 = no semaphore in the run
         self.nodes = None  # run.json's "nodes" (cluster members), None = the default 5
+        self.rw = False  # whether the run has read-write lock RW
+
+    def rw_client(self, proc, role, pid=None, timeout_ms=50):
+        """A reader or a writer of RW, as chaos_client rw records it."""
+        pid = pid or proc
+        self.rw = True
+        self.events.append({"t": 0, "proc": proc, "pid": pid, "op": "start", "mode": "rw", "role": role,
+                            "nodes": 5, "quorum": 3, "expiry_ms": 1000, "timeout_ms": timeout_ms})
+        self.clients.append({"client": "%s%d" % (role, proc), "pid": pid, "status": 0})
+        return role
+
+    def rw_lock(self, proc, role, start, end, token, until, ok=True, pid=None):
+        pid = pid or proc
+        deadline = start + 3000 * MS
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "lock_begin", "name": RW, "role": role,
+                            "start": start, "deadline": deadline})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "lock", "name": RW, "role": role,
+                            "start": start, "end": end, "deadline": deadline, "token": token if ok else 0,
+                            "until": until if ok else 0, "ok": ok, "error": "" if ok else "busy"})
+
+    def rw_unlock(self, proc, role, start, end, pid=None):
+        pid = pid or proc
+        self.events.append({"t": start, "proc": proc, "pid": pid, "op": "unlock_begin", "name": RW, "role": role,
+                            "start": start})
+        self.events.append({"t": end, "proc": proc, "pid": pid, "op": "unlock", "name": RW, "role": role,
+                            "start": start, "end": end, "ok": True, "error": ""})
+
+    def rw_hold(self, proc, role, start, token, length=50 * MS):
+        """A whole cycle of a reader or writer: granted at start + 10 ms, unlocked after length."""
+        self.rw_lock(proc, role, start, start + 10 * MS, token, start + 1000 * MS)
+        self.rw_unlock(proc, role, start + length, start + length + 2 * MS)
 
     def sem_client(self, proc, permits=2, quorum=4, expiry_ms=1000, pid=None):
         """A semaphore client of SEM (k = permits), as chaos_client semaphore records it."""
@@ -140,6 +172,7 @@ class History:
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump({"seed": 1, "config": "test", "duration": 1, "names": NAMES,
                        "semaphores": {SEM: self.permits} if self.permits else {},
+                       "rw_names": [RW] if self.rw else [],
                        "resource_names": NAMES + slots, **({"nodes": self.nodes} if self.nodes else {})}, f)
         counter = self.counter if counter is None else counter
         with open(os.path.join(self.dir, "resource.bin"), "wb") as f:
@@ -544,6 +577,106 @@ class SemaphoreTest(unittest.TestCase):
         self.assertEqual(s["violations"]["semaphore_liveness"], 0)
         self.assertEqual(s["semaphore_liveness_by_fault"]["client_pause"]["excused"],
                          {"holder_paused_or_gone": 1})
+
+
+class ReadWriteTest(unittest.TestCase):
+    """Readers share the name, a writer holds it alone; writers' tokens
+    increase, a reader's lies between the writers' around it."""
+
+    def test_a_clean_history_of_readers_together_and_writers_alone_has_no_violation(self):
+        h = History()
+        r1, r2, w3, w4 = (h.rw_client(1, "reader"), h.rw_client(2, "reader"), h.rw_client(3, "writer"),
+                          h.rw_client(4, "writer"))
+        h.rw_hold(1, r1, 0, token=2, length=100 * MS)
+        h.rw_hold(2, r2, 20 * MS, token=1, length=100 * MS)  # readers overlap; their tokens are not ordered
+        h.rw_lock(3, w3, 50 * MS, 125 * MS, token=3, until=1125 * MS)  # waited for both readers
+        h.rw_unlock(3, w3, 180 * MS, 182 * MS)
+        h.rw_lock(1, r1, 150 * MS, 185 * MS, token=4, until=1185 * MS)  # waited for the writer
+        h.rw_unlock(1, r1, 200 * MS, 202 * MS)
+        h.rw_hold(4, w4, 300 * MS, token=5)
+        s = h.summary()
+        self.assertEqual({k: n for k, n in s["violations"].items() if n}, {})
+        self.assertEqual((s["operations"]["rw_reader_grants"], s["operations"]["rw_writer_grants"]), (3, 2))
+
+    def test_a_writer_granted_while_a_reader_holds_is_reported_either_way_round(self):
+        for writer_first in (False, True):
+            h = History()
+            r, w = h.rw_client(1, "reader"), h.rw_client(2, "writer")
+            first, second = ((2, w), (1, r)) if writer_first else ((1, r), (2, w))
+            h.rw_lock(first[0], first[1], 0, 10 * MS, token=1, until=1000 * MS)
+            h.rw_lock(second[0], second[1], 20 * MS, 30 * MS, token=2, until=1030 * MS)
+            v = h.check()
+            self.assertGreaterEqual(v["reader_with_writer"], 1)
+            self.assertEqual(only(v, "reader_with_writer"), {})
+
+    def test_a_reader_granted_after_the_writers_validity_ended_is_no_overlap(self):
+        h = History()
+        w, r = h.rw_client(1, "writer"), h.rw_client(2, "reader")
+        h.rw_lock(1, w, 0, 10 * MS, token=1, until=500 * MS)  # never unlocked: it was valid until 500 ms
+        h.rw_lock(2, r, 20 * MS, 510 * MS, token=2, until=1510 * MS)
+        self.assertEqual(h.check()["reader_with_writer"], 0)
+
+    def test_two_overlapping_writers_are_two_writers(self):
+        h = History()
+        w1, w2 = h.rw_client(1, "writer"), h.rw_client(2, "writer")
+        h.rw_lock(1, w1, 0, 10 * MS, token=1, until=1000 * MS)
+        h.rw_lock(2, w2, 20 * MS, 30 * MS, token=2, until=1030 * MS)
+        v = h.check()
+        self.assertEqual(v["two_writers"], 1)
+        self.assertEqual(v["reader_with_writer"], 0)
+
+    def test_a_reader_whose_token_is_not_above_an_earlier_writers_is_reported(self):
+        h = History()
+        w, r = h.rw_client(1, "writer"), h.rw_client(2, "reader")
+        h.rw_hold(1, w, 0, token=7)
+        h.rw_hold(2, r, 100 * MS, token=7)
+        v = h.check()
+        self.assertEqual(v["rw_token_not_increasing"], 1)
+        self.assertEqual(only(v, "rw_token_not_increasing"), {})
+
+    def test_a_writer_whose_token_is_not_above_an_earlier_readers_is_reported(self):
+        h = History()
+        r, w = h.rw_client(1, "reader"), h.rw_client(2, "writer")
+        h.rw_hold(1, r, 0, token=9)
+        h.rw_hold(2, w, 100 * MS, token=4)
+        s = h.summary()
+        self.assertEqual(s["violations"]["rw_token_not_increasing"], 1)
+        self.assertEqual(s["examples"]["rw_token_not_increasing"][0]["earlier"]["role"], "reader")
+
+    def test_a_writer_whose_token_is_not_above_an_earlier_writers_is_reported(self):
+        h = History()
+        w1, w2 = h.rw_client(1, "writer"), h.rw_client(2, "writer")
+        h.rw_hold(1, w1, 0, token=5)
+        h.rw_hold(2, w2, 100 * MS, token=3)
+        self.assertEqual(h.check()["rw_token_not_increasing"], 1)
+
+    def test_a_reader_that_fails_while_only_readers_held_is_a_liveness_violation(self):
+        h = History()
+        r1, r2 = h.rw_client(1, "reader"), h.rw_client(2, "reader")
+        h.rw_hold(1, r1, 0, token=1, length=3000 * MS)
+        h.rw_lock(2, r2, 20 * MS, 3020 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["rw_liveness"], 1)
+        self.assertEqual(s["examples"]["rw_liveness"][0]["why"], "idle")
+        self.assertEqual(s["violations"]["liveness"], 0)
+
+    def test_a_reader_that_fails_behind_a_writer_waiting_ahead_of_it_is_contention(self):
+        h = History()
+        r1, w, r2 = h.rw_client(1, "reader"), h.rw_client(2, "writer"), h.rw_client(3, "reader")
+        h.rw_hold(1, r1, 0, token=1, length=3100 * MS)
+        h.rw_lock(2, w, 10 * MS, 3020 * MS, token=0, until=0, ok=False)  # waits ahead of reader 3
+        h.rw_lock(3, r2, 20 * MS, 3010 * MS, token=0, until=0, ok=False)
+        s = h.summary()
+        self.assertEqual(s["violations"]["rw_liveness"], 0)
+        self.assertEqual(s["rw_liveness_by_fault"]["none"]["excused"], {"contention": 2})
+
+    def test_a_writer_that_fails_while_readers_held_throughout_is_contention(self):
+        h = History()
+        r1, r2, w = h.rw_client(1, "reader"), h.rw_client(2, "reader"), h.rw_client(3, "writer")
+        h.rw_hold(1, r1, 0, token=1, length=2000 * MS)
+        h.rw_hold(2, r2, 1900 * MS, token=2, length=1500 * MS)
+        h.rw_lock(3, w, 20 * MS, 3020 * MS, token=0, until=0, ok=False)
+        self.assertEqual(h.check()["rw_liveness"], 0)
 
 
 if __name__ == "__main__":

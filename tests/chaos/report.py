@@ -12,9 +12,11 @@ def _counts(d):
 def summary_line(s):
     o = s["operations"]
     return ("chaos %s: seed %d, %d s, %d lock calls (%.0f%% acquired), %d semaphore acquisitions (%.0f%% "
-            "acquired), %d grants, %d redsync-lock runs; faults: %s; violations: %s" % (
+            "acquired), %d read-write lock calls (%.0f%% acquired), %d grants, %d redsync-lock runs; faults: %s; "
+            "violations: %s" % (
                 s["config"], s["seed"], s["duration_s"], o["lock_calls"], 100 * o["liveness"],
-                o.get("acquire_calls", 0), 100 * o.get("semaphore_liveness", 0), o["grants"],
+                o.get("acquire_calls", 0), 100 * o.get("semaphore_liveness", 0), o.get("rw_lock_calls", 0),
+                100 * o.get("rw_liveness", 0), o["grants"],
                 o["cli_runs"], _counts(s["faults"]), _counts(s["violations"])) + _cluster_line(s))
 
 
@@ -51,7 +53,11 @@ def markdown(s):
             o.get("acquire_calls", 0)),
         "| acquired (semaphore liveness) | %d (%.1f%%) |" % (o.get("acquire_ok", 0),
                                                           100 * o.get("semaphore_liveness", 0)),
-        "| grants (library, semaphore and `redsync lock`) | %d |" % o["grants"],
+        "| read-write lock calls (%s) | %d (%d reader grants, %d writer grants) |" % (
+            ", ".join("`%s`" % n for n in o.get("rw_names", [])) or "none", o.get("rw_lock_calls", 0),
+            o.get("rw_reader_grants", 0), o.get("rw_writer_grants", 0)),
+        "| acquired (read-write liveness) | %d (%.1f%%) |" % (o.get("rw_lock_ok", 0), 100 * o.get("rw_liveness", 0)),
+        "| grants (library, semaphore, read-write and `redsync lock`) | %d |" % o["grants"],
         "| `redsync lock` runs | %d (exit statuses: %s) |" % (o["cli_runs"], _counts(o["cli_exit_status"])),
         "| fencing enforced by the resource | %s |" % ("yes" if s["fencing_enforced"] else "no (meta-test)"),
     ]
@@ -96,6 +102,16 @@ def markdown(s):
                  "after their heal, its process or a holder was stopped or gone, or others held every permit "
                  "but for short hand-over gaps):"]
         rows += _liveness_table(sl, "acquisitions")
+    rl = s.get("rw_liveness_by_fault") or {}
+    if rl:
+        rows += ["", "Read-write lock liveness per fault kind (readers' and writers' lock calls that overlapped a "
+                 "fault of that kind; a failure is excused as for a lock call, what holds a reader back being "
+                 "the writers holding or waiting ahead of it):"]
+        rows += _liveness_table(rl, "lock calls")
+    if o.get("rw_lock_errors"):
+        rows.append("")
+        rows.append("Failed read-write lock calls by error: " + ", ".join(
+            "%s: %d" % (k, n) for k, n in sorted(o["rw_lock_errors"].items())))
     if o.get("acquire_errors"):
         rows.append("")
         rows.append("Failed semaphore acquisitions by error: " + ", ".join(
