@@ -23,7 +23,8 @@ std::vector<std::string> inside_until_go(const std::string& who) {
 
 // A command that notes (WHO.after) whether every file of `before` existed
 // when it started, then says it ran (WHO.in).
-std::vector<std::string> noting_whether_after(const std::string& who, const std::vector<std::string>& before) {
+std::vector<std::string> noting_whether_after(const std::string& who,
+                                              const std::vector<std::string>& before) {
   std::string test;
   for (const auto& f : before) test += (test.empty() ? "" : " && ") + std::string("[ -f ") + f + " ]";
   return {"sh", "-c", "if " + test + "; then touch " + who + ".after; fi; touch " + who + ".in"};
@@ -78,9 +79,10 @@ TEST_SUITE("cli") {
     auto refused = run_cli(lock_args(nodes, {"--wait", "0"}, name, {"touch", "ran"}), dir.path(), 30s);
     INFO(show(refused));
     CHECK(refused.status == not_acquired_status);
-    CHECK(contains(refused.err,
-                   "could not acquire lock \"cli-rw-overlap\" in one try (--wait 0): \"cli-rw-overlap\" is held "
-                   "by readers on 3/3 nodes"));
+    CHECK(contains(
+        refused.err,
+        "could not acquire lock \"cli-rw-overlap\" in one try (--wait 0): \"cli-rw-overlap\" is held "
+        "by readers on 3/3 nodes"));
     CHECK_FALSE(exists(dir, "ran"));
 
     // One that waits says why while it waits, and runs nothing yet.
@@ -88,9 +90,7 @@ TEST_SUITE("cli") {
                                  noting_whether_after("w", {"a.out", "b.out"})),
                        dir.path());
     REQUIRE(wait_until(
-        [&] {
-          return contains(writer.err_so_far(), "\"cli-rw-overlap\" is held by readers on 3/3 nodes");
-        },
+        [&] { return contains(writer.err_so_far(), "\"cli-rw-overlap\" is held by readers on 3/3 nodes"); },
         30s));
     CHECK(contains(writer.err_so_far(), "waiting for lock \"cli-rw-overlap\" ("));
     CHECK_FALSE(exists(dir, "w.in"));
@@ -192,7 +192,11 @@ TEST_SUITE("cli") {
     INFO(show(json));
     CHECK(json.status == 0);
     CHECK(one_json_object(json.out));
-    CHECK(contains(json.out, "\"held\":3,\"held_by_readers\":3,"));
+    CHECK(contains(json.out, "\"held_by_readers\":3,"));
+    CHECK(contains(json.out, "\"held\":3,"));
+    CHECK(
+        contains(json.out,
+                 "\"value\":null,\"ours\":null,\"holder\":null,\"readers\":[{\"value\":\"\\u0001redsync:1:"));
     CHECK(contains(json.out, "\"nodes\":3,\"holder\":{\"user\":"));
 
     // An exclusive waiter, then a shared one that arrives behind it: the
@@ -209,8 +213,9 @@ TEST_SUITE("cli") {
                      dir.path());
     REQUIRE(wait_until(
         [&] {
-          return contains(late.err_so_far(),
-                          "\"cli-rw-status\" is held by readers and a writer waits ahead in its line on 3/3 nodes");
+          return contains(
+              late.err_so_far(),
+              "\"cli-rw-status\" is held by readers and a writer waits ahead in its line on 3/3 nodes");
         },
         30s));
     auto line = run_cli({"status", nodes_arg(nodes), name}, dir.path(), 30s);
