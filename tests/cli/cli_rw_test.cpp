@@ -247,6 +247,37 @@ TEST_SUITE("cli") {
     CHECK(nodes_holding(nodes, name) == 0);
   }
 
+  TEST_CASE("cli: a shared hold longer than its ttl stays held while the command runs (auto-extension)") {
+    cluster nodes(3);
+    temp_dir dir;
+    auto o =
+        run_cli(lock_args(nodes, {"-s", "--ttl", "600ms"}, "cli-rw-extend", {"sleep", "2"}), dir.path(), 30s);
+    INFO(show(o));
+    CHECK(o.status == 0);
+    CHECK(o.err.empty());
+    CHECK(nodes_holding(nodes, "cli-rw-extend") == 0);
+  }
+
+  TEST_CASE(
+      "cli: a shared hold lost while the command runs terminates the command and exits with the lost "
+      "status") {
+    cluster nodes(5);
+    temp_dir dir;
+    const std::string name = "cli-rw-lost";
+    cli_process p(lock_args(nodes, {"--shared", "--ttl", "1s", "--kill-grace", "1s"}, name,
+                            {"sh", "-c", "echo $$ > pid; exec sleep 60"}),
+                  dir.path());
+    REQUIRE(wait_until([&] { return pid_in(dir.file("pid")).has_value(); }, 30s));
+    const pid_t command_pid = *pid_in(dir.file("pid"));
+    REQUIRE(wait_until([&] { return readers_on(nodes, name) == 5; }, 10s));
+    auto o = wait_with_three_frozen(nodes, p, 30s);
+    INFO(show(o));
+    CHECK(o.status == lost_status);
+    CHECK(contains(o.err, "shared lock \"cli-rw-lost\" lost while running: "));
+    CHECK(contains(o.err, "sent SIGTERM to the command's process group"));
+    CHECK(wait_until([&] { return process_gone(command_pid); }, 10s));
+  }
+
   TEST_CASE("cli: --shared with -n is a usage error naming both") {
     cluster nodes(1);
     temp_dir dir;
