@@ -124,6 +124,12 @@ int lock_run::acquire() {
     }
   }
 
+  // Shared holds do not exclude each other: with --shared the waiter and a
+  // check attempt may both have been granted (a release that hands the name
+  // to the waiter opens it to every reader). Keep the check's, as held()
+  // does, and let the waiter's go: held and extended beside it, it would
+  // outlive the run's release, and its loss would read as the run's.
+  if (checker_won_ && r && *r) (void)main_.unlock(context{});
   const bool acquired = checker_won_ || *r;
   if (interrupted_by != 0) {
     if (acquired) release();
