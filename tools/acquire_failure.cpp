@@ -18,7 +18,7 @@ namespace {
 // reasons are printed.
 enum class kind {
   held,       // another holder's value is there
-  clash,      // the name is held as the other kind (a mutex's, a semaphore's)
+  clash,      // held as the other kind (a mutex's, a semaphore's; readers, a writer): the message says which
   refused,    // authentication, permission or TLS verification: an operator must fix it
   broken,     // an error reply retrying does not fix (WRONGTYPE, READONLY, ...)
   transient,  // an error reply that passes (LOADING, BUSY, OOM)
@@ -34,7 +34,8 @@ kind kind_of(const node_result& n) {
     case node_status::ok:
     case node_status::missing: return kind::yes;
     // The library names the name and the kind in such a refusal's message
-    // (round_spec::other_kind); a plain refusal has none.
+    // (round_spec::other_kind), the tool the side of a read-write lock
+    // (rw_refusal.hpp); a plain refusal has none.
     case node_status::taken: return n.message.empty() ? kind::held : kind::clash;
     case node_status::excluded:
       // lib/redlock/trust/node_trust.cpp's words for one server under two names,
@@ -161,11 +162,21 @@ acquire_verdict judge_acquisition(const result& r, const acquired_thing& what) {
     reasons.push_back(fmt::format("{}/{} nodes {}: {}", count(k), n, doing,
                                   list_nodes(of[static_cast<std::size_t>(k)], with_reasons)));
   };
-  if (count(kind::clash) > 0) {
-    // `"jobs" is held as a semaphore on 3/3 nodes`: the library's words.
-    const node_result& first = *of[static_cast<std::size_t>(kind::clash)].front();
-    reasons.push_back(fmt::format("{} on {}/{} nodes", first.message, count(kind::clash), n));
+  // `"jobs" is held as a semaphore on 3/3 nodes`: the library's words;
+  // `"jobs" is held by readers on 2/3 nodes` (rw_refusal.hpp). Each wording
+  // once, with its nodes, in the order found.
+  std::vector<std::pair<std::string_view, std::size_t>> clashes;
+  for (const node_result* node : of[static_cast<std::size_t>(kind::clash)]) {
+    auto it = clashes.begin();
+    while (it != clashes.end() && it->first != node->message) ++it;
+    if (it == clashes.end()) {
+      clashes.emplace_back(node->message, 1);
+    } else {
+      ++it->second;
+    }
   }
+  for (const auto& [message, nodes] : clashes)
+    reasons.push_back(fmt::format("{} on {}/{} nodes", message, nodes, n));
   if (count(kind::held) > 0) {
     reasons.push_back(fmt::format("{} on {}/{} nodes", what.held_as, count(kind::held), n));
   }

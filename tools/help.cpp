@@ -15,12 +15,17 @@ Commands:
   lock [OPTIONS] NAME
                  acquire NAME, print its value and token, hold it until
                  a signal (SIGINT, SIGTERM, ...), release it
+  lock -s [OPTIONS] NAME ...
+                 the same with a shared hold of NAME (flock -s): any
+                 number of shared holders at once, none beside an
+                 exclusive one (the default)
   lock -n K [OPTIONS] NAME ...
                  the same with one of K permits of the semaphore NAME
                  (at most K holders at once) instead of the lock NAME
   status [OPTIONS] NAME
-                 show what every node holds for NAME, who holds it, and
-                 which nodes do not vote yet (a semaphore: its permits)
+                 show what every node holds for NAME, who holds it
+                 (readers: each one), and which nodes do not vote yet
+                 (a semaphore: its permits)
   ping [OPTIONS] PING every node, with round-trip times and whether its
                  vote counts yet
   help [COMMAND] this help, or a command's (also: redsync COMMAND --help)
@@ -58,13 +63,13 @@ Exit statuses:
           quorum of nodes answered; ping: all nodes up
   1       ping: some nodes down, a quorum up
   64      usage or configuration error (lock -n: also nodes that store
-          another number of permits for NAME)
+          another number of permits for NAME; -s with -n)
   69      lock: too few nodes reachable or voting for a quorum (down,
           timing out, or not voting yet: restart guard, unverified);
           status/ping: fewer than a quorum of nodes answered
   70      internal error
-  75      lock: held by another holder, or every permit held (not
-          acquired within --wait/--tries)
+  75      lock: held by another holder (a writer, or readers: -s), or
+          every permit held (not acquired within --wait/--tries)
   76      lock: nodes answer every attempt with an error retrying cannot
           fix (WRONGTYPE, READONLY, ...), too many for a quorum
   77      authentication or permission refused (NOAUTH, WRONGPASS, NOPERM),
@@ -80,6 +85,7 @@ Exit statuses:
 const std::string_view lock_help = R"(Usage: redsync lock [OPTIONS] NAME -- COMMAND [ARGS...]
        redsync lock [OPTIONS] NAME -c STRING
        redsync lock [OPTIONS] NAME
+       redsync lock -s [OPTIONS] NAME ...
        redsync lock -n K [OPTIONS] NAME ...
 
 Acquire the lock NAME, run COMMAND while holding it (the lock is extended
@@ -99,6 +105,19 @@ COMMAND gets these environment variables:
                          where and when, and random bytes (see redsync status)
   REDSYNC_FENCING_TOKEN  the fencing token of this acquisition
   REDSYNC_NODES          the node URIs, comma-separated
+
+With -s (--shared), redsync takes a shared hold of NAME, as flock -s does:
+any number of shared holders at once, but none while an exclusive holder
+(redsync lock NAME without -s, the default) holds it; an exclusive holder
+waits until the last shared one lets go. Shared and exclusive holders wait
+in one line, served in arrival order, consecutive shared ones together:
+a shared holder that arrives behind a waiting exclusive one waits too, so
+neither starves. Everything else is that of a lock (extension, loss,
+signals, hold mode, the environment, exit statuses), except that
+REDSYNC_LOCK_VALUE starts with the byte 0x01, as every reader's value does.
+When the wait runs out (exit 75), and in the waiting reports, redsync says
+what stands in the way: "NAME" is held by readers (to an exclusive run),
+"NAME" is held by a writer, or a writer waits ahead in the line.
 
 With -n K (--permits K), redsync acquires one of K permits of the counting
 semaphore NAME instead of the lock NAME: at most K holders at once, across
@@ -124,6 +143,8 @@ Options:
   --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE,
   --tls-server-name NAME, --tls-insecure
                          TLS for rediss:// nodes (see redsync --help)
+  -s, --shared           a shared hold of NAME (see above); default:
+                         exclusive. Not with -n
   -n, --permits K        a permit of the semaphore NAME of K permits, K in
                          1..1024, instead of the lock NAME (see above)
   --ttl DURATION         lock expiry on each node; default 8s
@@ -187,12 +208,13 @@ group gets the terminal (foreground) while it runs; Ctrl-Z is not
 supported (a stopped COMMAND is resumed).
 
 Exit statuses: COMMAND's status (hold mode: 0 once released); 64 usage
-error (-n: nodes store another K); 69 too few nodes reachable or voting; 70
-internal error; 75 held by another holder, or every permit held (not
-acquired within --wait / --tries); 76 nodes answer
-errors retrying cannot fix; 77 authentication or permission refused; 79
-lock lost while running or held; 126 COMMAND not executable; 127 COMMAND
-not found; 128+N interrupted by signal N while acquiring.
+error (-n: nodes store another K; -s with -n); 69 too few nodes reachable
+or voting; 70 internal error; 75 held by another holder (-s: by a writer;
+without -s: also by readers), or every permit held (not acquired within
+--wait / --tries); 76 nodes answer errors retrying cannot fix; 77
+authentication or permission refused; 79 lock lost while running or held;
+126 COMMAND not executable; 127 COMMAND not found; 128+N interrupted by
+signal N while acquiring.
 )";
 
 const std::string_view status_help = R"(Usage: redsync status [OPTIONS] NAME
@@ -204,8 +226,11 @@ counts yet (see redsync ping --help); a key that a release kept for the
 head of the waiting line is shown as such, not as held. Then who holds it:
 for a value redsync lock made, the user, host and pid of that run and since
 when it asked for the lock (it may have waited before it got it); "an
-unknown holder" for other values. Then the waiting line, oldest first: who
-waits, since when, on how many nodes, and how much of its lease is left.
+unknown holder" for other values. A node where shared holders (redsync lock
+-s) hold NAME shows "held by N live readers" (from NAME:redsync-readers),
+and each reader is listed as a holder is ("held by reader ..."). Then the
+waiting line, oldest first: who waits (a shared waiter as "reader"), since
+when, on how many nodes, and how much of its lease is left.
 Then each node's fencing counter (the next holder's token is above the
 counters of the nodes it wins). Then a summary.
 

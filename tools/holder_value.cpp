@@ -119,6 +119,7 @@ std::string make_holder_value() {
 }
 
 std::optional<holder_identity> decode_holder_value(std::string_view value) {
+  if (is_reader_value(value)) value.remove_prefix(1);
   if (!value.starts_with(prefix)) return std::nullopt;
   value.remove_prefix(prefix.size());
   std::vector<std::string_view> parts;

@@ -30,8 +30,21 @@ struct holder_identity {
 /// std::system_error when the OS has no random bytes to give.
 std::string make_holder_value();
 
-/// The identity in a value made by make_holder_value(); nullopt for any
-/// other value (another client's, or a library default).
+/// The byte an RWMutex's reader puts before the value it was given
+/// (lib/redlock/scripts/lock_scripts.hpp: reader_value_tag), in its entry
+/// in the line and in the readers' set: `redsync lock --shared` stores
+/// this byte, then a value of make_holder_value(). No writer's value
+/// starts with it.
+inline constexpr char reader_tag = '\x01';
+
+/// Whether `value` is a reader's (it starts with reader_tag).
+inline bool is_reader_value(std::string_view value) {
+  return !value.empty() && value.front() == reader_tag;
+}
+
+/// The identity in a value made by make_holder_value(), a writer's or (after
+/// reader_tag) a reader's; nullopt for any other value (another client's,
+/// or a library default).
 std::optional<holder_identity> decode_holder_value(std::string_view value);
 
 /// "2024-05-01T12:00:01.123Z (3.2 s ago)".

@@ -19,12 +19,19 @@
 // the tool keeps that acquisition and cancels the waiter. (A library hook
 // that reported each failed attempt of a call in flight would make the
 // check attempts unnecessary.)
+//
+// With --shared, both are readers of the name (lock_held.cpp: new_holder),
+// and a check attempt is a reader's try_lock: refused while a writer holds
+// the name or waits ahead in its line. Where nodes refused because of the
+// other side of the read-write lock, the reports say so (rw_refusal.hpp);
+// the library's refusal does not tell them from another writer.
 
 #include "acquire_failure.hpp"
 #include "args.hpp"
 #include "exit_status.hpp"
 #include "lock_run.hpp"
 #include "node_list.hpp"
+#include "rw_refusal.hpp"
 #include "tls_failure.hpp"
 #include "tls_link.hpp"
 
@@ -46,6 +53,9 @@ constexpr milliseconds first_report = 2s;
 // Checks in a row that must find the wait hopeless before the tool gives up:
 // one error reply does not make a node broken.
 constexpr int hopeless_checks = 2;
+// How long the refusing nodes' keys may take to read when a report says
+// why: a report is worth a short delay, not a long one.
+constexpr milliseconds refusal_read_timeout = 500ms;
 
 }  // namespace
 
@@ -114,6 +124,12 @@ int lock_run::acquire() {
     }
   }
 
+  // Shared holds do not exclude each other: with --shared the waiter and a
+  // check attempt may both have been granted (a release that hands the name
+  // to the waiter opens it to every reader). Keep the check's, as held()
+  // does, and let the waiter's go: held and extended beside it, it would
+  // outlive the run's release, and its loss would read as the run's.
+  if (checker_won_ && r && *r) (void)main_.unlock(context{});
   const bool acquired = checker_won_ || *r;
   if (interrupted_by != 0) {
     if (acquired) release();
@@ -122,11 +138,11 @@ int lock_run::acquire() {
   if (acquired) {
     const result& got = checker_won_ ? held().last_result() : *r;
     if (cfg_.verbose()) {
-      print_err(fmt::format("acquired lock \"{}\" (fencing token {}): {}", cfg_.name, held().token().value,
-                            got.describe()));
+      print_err(
+          fmt::format("acquired {} (fencing token {}): {}", what(), held().token().value, got.describe()));
     } else if (const std::string never = never_voting(got); !never.empty() && !cfg_.quiet()) {
       // Granted, but the node list is wrong: say so without -v.
-      print_err(fmt::format("acquired lock \"{}\", but {}", cfg_.name, never));
+      print_err(fmt::format("acquired {}, but {}", what(), never));
     }
     return -1;
   }
@@ -136,9 +152,17 @@ int lock_run::acquire() {
   if (r->nodes.empty() && last_check) {
     result detail = *last_check;
     detail.error = r->error;
+    explain_refusals(detail);
     return report_failure(detail, judge_acquisition(detail));
   }
+  explain_refusals(*r);
   return report_failure(*r, judge_acquisition(*r));
+}
+
+void lock_run::explain_refusals(result& r) const {
+  // Nobody to read about with -q: the refusal is not reported.
+  if (cfg_.quiet()) return;
+  explain_rw_refusals(r, cfg_.nodes, cfg_.name, cfg_.shared, refusal_read_timeout);
 }
 
 bool lock_run::await_acquisition(std::optional<milliseconds> timeout, int& interrupted_by,
@@ -168,9 +192,10 @@ void lock_run::explain_tls_ports(result& r) {
   }
 }
 
-void lock_run::report_waiting(const result& check, std::chrono::steady_clock::duration waited) const {
+void lock_run::report_waiting(result check, std::chrono::steady_clock::duration waited) const {
+  explain_refusals(check);
   const acquire_verdict v = judge_acquisition(check);
-  std::string line = fmt::format("waiting for lock \"{}\" ({} s so far): {}", cfg_.name,
+  std::string line = fmt::format("waiting for {} ({} s so far): {}", what(),
                                  std::chrono::duration_cast<std::chrono::seconds>(waited).count(), v.why);
   if (v.status == exit_status::not_acquired)
     line += fmt::format("; `redsync status {}` shows who", cfg_.name);
@@ -184,8 +209,8 @@ int lock_run::report_failure(const result& r, const acquire_verdict& v) const {
   if (v.hopeless || !cfg_.quiet()) {
     std::string line;
     if (v.hopeless) {
-      line = fmt::format("cannot acquire lock \"{}\": {}; that leaves no quorum, and retrying cannot fix it",
-                         cfg_.name, v.why);
+      line = fmt::format("cannot acquire {}: {}; that leaves no quorum, and retrying cannot fix it", what(),
+                         v.why);
     } else {
       std::string within;
       if (cfg_.wait) {
@@ -194,7 +219,7 @@ int lock_run::report_failure(const result& r, const acquire_verdict& v) const {
       } else if (cfg_.tries) {
         within = fmt::format(" in {} tries", *cfg_.tries);
       }
-      line = fmt::format("could not acquire lock \"{}\"{}: {}", cfg_.name, within, v.why);
+      line = fmt::format("could not acquire {}{}: {}", what(), within, v.why);
     }
     if (cfg_.verbose()) line += fmt::format(" [{}]", r.describe());
     print_err(line);

@@ -114,8 +114,8 @@ lock_run::lock_run(const lock_config& cfg)
       margins_(margins_for(cfg.ttl, cfg.drift_factor.value_or(mutex_options{}.drift_factor), cfg.kill_grace)),
       ev_(std::make_shared<loop_events>()),
       rs_(cfg.nodes, redsync_options{.restart_guard = cfg.restart_guard, .script_mode = cfg.script_mode}),
-      main_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))),
-      checker_(rs_.new_mutex(cfg.name, make_mutex_options(cfg, ev_))) {}
+      main_(new_holder(rs_, cfg, make_mutex_options(cfg, ev_))),
+      checker_(new_holder(rs_, cfg, make_mutex_options(cfg, ev_))) {}
 
 int lock_run::run() {
   if (int status = cfg_.semaphore() ? acquire_permit() : acquire(); status >= 0) return status;

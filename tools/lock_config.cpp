@@ -19,8 +19,9 @@
 namespace redsync::cli {
 namespace {
 
-constexpr auto lock_options = with_node_options(std::array<option_spec, 15>{{
+constexpr auto lock_options = with_node_options(std::array<option_spec, 16>{{
     {"permits", 'n', true},
+    {"shared", 's', false},
     {"ttl", 0, true},
     {"wait", 0, true},
     {"tries", 0, true},
@@ -128,10 +129,16 @@ lock_config parse_lock_config(std::span<char* const> argv) {
     cfg.report_every = parse_duration("--report-every", *v);
   }
   cfg.fail_fast = args.has("fail-fast");
+  cfg.shared = args.has("shared");
   if (const std::string* v = args.last("permits")) {
     cfg.permits = parse_permits(*v);
     if (cfg.fail_fast)
       throw usage_error("--fail-fast: not available with -n (a permit's attempt asks every node)");
+    // A semaphore's permits are all alike: there is no shared kind of one.
+    if (cfg.shared)
+      throw usage_error(
+          "-s/--shared: not available with -n/--permits (a permit of a semaphore is neither shared nor "
+          "exclusive; give one of them)");
   }
   // The restart guard keeps freshly started nodes out of the quorum; a
   // throw-away test cluster may turn it off (also via the environment, so a

@@ -17,6 +17,10 @@ struct lock_config {
   /// -n/--permits K: acquire one of K permits of the semaphore NAME instead
   /// of the mutex NAME. nullopt = the mutex.
   std::optional<int> permits;
+  /// -s/--shared: a shared hold of NAME (an RWMutex's reader, flock -s):
+  /// any number of shared holders at once, none while an exclusive one
+  /// holds. false = exclusive, as a Mutex of NAME (an RWMutex's writer).
+  bool shared = false;
   std::vector<std::string> nodes;       ///< node URIs, validated
   std::chrono::milliseconds ttl{8000};  ///< --ttl, default 8s
   /// --wait: nullopt = keep trying without a deadline; 0 = exactly one try.
@@ -52,7 +56,7 @@ struct lock_config {
 /// $REDSYNC_SCRIPT_MODE), a --ttl too short for the library's rules, a
 /// missing NAME, a command given both after "--" and with -c, an empty
 /// command, a -n that is not a number in 1..Semaphore::max_permits, -n with
-/// --fail-fast.
+/// --fail-fast, -n with --shared.
 lock_config parse_lock_config(std::span<char* const> args);
 
 /// The smallest --ttl the library accepts with `drift_factor`: it must

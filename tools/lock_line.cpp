@@ -50,6 +50,21 @@ void add_line(std::vector<waiter>& line, const probe_reply& members, const probe
                    [](const waiter& a, const waiter& b) { return a.arrival_us < b.arrival_us; });
 }
 
+std::vector<std::string> readers_command(const std::string& name) {
+  return {"ZRANGE", name + ":redsync-readers", "0", "-1", "WITHSCORES"};
+}
+
+std::vector<node_reader> live_readers(const probe_reply& members, long long server_now_ms) {
+  std::vector<node_reader> out;
+  if (members.type != probe_reply::kind::array) return out;
+  for (std::size_t i = 0; i + 1 < members.elements.size(); i += 2) {
+    const auto expiry = reply_number(members.elements[i + 1].str);
+    if (!expiry || *expiry <= server_now_ms) continue;
+    out.push_back({members.elements[i].str, std::chrono::milliseconds{*expiry - server_now_ms}});
+  }
+  return out;
+}
+
 std::optional<long long> server_ms(const probe_reply& time) {
   if (time.type != probe_reply::kind::array || time.elements.size() != 2) return std::nullopt;
   const auto secs = reply_number(time.elements[0].str);
@@ -71,8 +86,11 @@ std::optional<std::string> reserved_for(std::string_view key_value) {
 }
 
 std::string describe_waiter(const waiter& w) {
-  if (w.identity) return fmt::format("{}@{} pid {}", w.identity->user, w.identity->host, w.identity->pid);
-  return fmt::format("value \"{}\"", w.value);
+  const std::string_view kind = is_reader_value(w.value) ? "reader " : "";
+  if (w.identity)
+    return fmt::format("{}{}@{} pid {}", kind, w.identity->user, w.identity->host, w.identity->pid);
+  // The reader's tag is a control character: shown as the word instead.
+  return fmt::format("{}value \"{}\"", kind, std::string_view(w.value).substr(kind.empty() ? 0 : 1));
 }
 
 }  // namespace redsync::cli

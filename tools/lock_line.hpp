@@ -6,7 +6,11 @@
 // waiter's lock value, score: its arrival, µs since the epoch on its own
 // clock), the leases the hash NAME:redsync-leases (member -> server ms until
 // which the waiter counts), and the
-// fencing counter the field `fence` of the hash redsync:node.
+// fencing counter the field `fence` of the hash redsync:node. An RWMutex's
+// readers (redsync lock --shared) keep a mark in the lock key and each
+// reader in the sorted set NAME:redsync-readers (member: the reader's value,
+// score: its expiry, server ms); their entries in the line start with
+// reader_tag (holder_value.hpp).
 // Pure, except for the commands it names.
 #pragma once
 
@@ -56,7 +60,28 @@ std::optional<long long> fence_of(const probe_reply& record);
 /// a NUL byte): that waiter's value. nullopt for any other value.
 std::optional<std::string> reserved_for(std::string_view key_value);
 
-/// "root@web1 pid 4242" for values `redsync lock` made, else "value \"...\"".
+/// What an RWMutex's readers keep in the lock key while any of them holds
+/// the name on the node (lib/redlock/scripts/lua/rw_mark.lua): nobody's
+/// value; the readers themselves are in readers_command()'s set.
+inline constexpr std::string_view readers_mark{"\0redsync:readers\0", 17};
+
+/// The command whose reply live_readers() reads for lock `name`.
+std::vector<std::string> readers_command(const std::string& name);
+
+/// One reader on one node.
+struct node_reader {
+  std::string value;
+  /// Left until it expires there.
+  std::chrono::milliseconds pttl{0};
+};
+
+/// The readers of one node whose expiry has not passed, from the reply to
+/// readers_command() and the node's clock (expired ones no longer count,
+/// as the scripts would drop them).
+std::vector<node_reader> live_readers(const probe_reply& members, long long server_now_ms);
+
+/// "root@web1 pid 4242" for values `redsync lock` made, else "value \"...\"";
+/// "reader root@web1 pid 4242" for a reader's (redsync lock --shared).
 std::string describe_waiter(const waiter& w);
 
 }  // namespace redsync::cli

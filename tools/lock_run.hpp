@@ -1,7 +1,8 @@
 // One run of `redsync lock`, from acquiring to releasing. The phases live in
 // their own files: lock_acquire.cpp (acquiring, and saying on stderr why it
 // takes long or cannot succeed), permit_acquire.cpp (the same for a permit,
-// with -n), lock_held.cpp (what is held: the mutex or the permit),
+// with -n), lock_held.cpp (what is held: the mutex, exclusive or with
+// --shared a reader's hold, or the permit),
 // lock_command.cpp (the command, or hold mode without one, and the release).
 //
 // Threads: the main thread (which owns the child and every signal) and the
@@ -83,6 +84,11 @@ Options holding_options(const lock_config& cfg, const std::shared_ptr<loop_event
   return o;
 }
 
+/// A holder of the name `cfg` asks for: a Mutex of it (exclusive, the
+/// default: the same holder as an RWMutex's writer), or with --shared the
+/// reader of an RWMutex of it.
+Mutex new_holder(Redsync& rs, const lock_config& cfg, mutex_options options);
+
 class lock_run {
  public:
   explicit lock_run(const lock_config& cfg);
@@ -93,7 +99,10 @@ class lock_run {
   // lock_acquire.cpp. Returns -1 once the lock is held (by held()), else
   // the exit status.
   int acquire();
-  void report_waiting(const result& check, std::chrono::steady_clock::duration waited) const;
+  void report_waiting(result check, std::chrono::steady_clock::duration waited) const;
+  // Words the nodes that refused because of the other side of the
+  // read-write lock (readers, a writer) as such (rw_refusal.hpp).
+  void explain_refusals(result& r) const;
   // Waits up to `timeout` (nullopt: no bound) for the loop thread or a
   // signal. A signal that interrupts an acquisition is kept in
   // `interrupted_by` (the first only) and stops `stop`. True when the loop
@@ -117,7 +126,8 @@ class lock_run {
   result release_held();
   // What the command gets in its environment, and hold mode prints.
   std::vector<std::pair<std::string, std::string>> held_environment() const;
-  // `lock "NAME"`, or `permit SLOT of semaphore "NAME"`, for messages.
+  // `lock "NAME"`, `shared lock "NAME"` (--shared), or `permit SLOT of
+  // semaphore "NAME"`, for messages.
   std::string what() const;
 
   // lock_command.cpp
@@ -140,8 +150,9 @@ class lock_run {
   signal_channel signals_;
   std::shared_ptr<loop_events> ev_;
   Redsync rs_;
-  // The waiter, and a second holder of the same name that makes the check
-  // attempts while the waiter waits; whichever acquires is held().
+  // The waiter, and a second holder of the same name (and kind: both
+  // readers with --shared) that makes the check attempts while the waiter
+  // waits; whichever acquires is held().
   Mutex main_;
   Mutex checker_;
   bool checker_won_ = false;

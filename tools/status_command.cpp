@@ -1,5 +1,7 @@
 // `redsync status NAME`: what every node holds for a lock name, who that
-// holder is (for values `redsync lock` made), whether each node's vote
+// holder is (for values `redsync lock` made; a name held by an RWMutex's
+// readers, `redsync lock --shared`: each live reader, from the readers'
+// set, not the mark they keep in the lock key), whether each node's vote
 // counts yet, each node's fencing counter, and who waits in the line. A
 // semaphore's name (lock -n) shows its permits instead (semaphore_status.hpp).
 // A cluster member is read on the master that serves the name's slot, in
@@ -44,9 +46,13 @@ constexpr auto status_options = with_node_options(std::array<option_spec, 6>{{
 struct node_state {
   const probe_result* probe = nullptr;
   std::string error{};                 // down, or GET refused: why
-  std::optional<std::string> value{};  // held: the holder's value
+  std::optional<std::string> value{};  // held: the holder's value (not the readers' mark)
   std::optional<long long> pttl_ms{};  // held with an expiry
   std::optional<bool> ours{};          // held, and --value known
+  bool by_readers = false;             // held by readers: the readers' mark in the lock key
+  // Held by readers: the live ones, or why the readers' set could not be read.
+  std::optional<std::vector<node_reader>> readers{};
+  std::string readers_error{};
   node_vote vote{};
   std::optional<long long> fence{};           // the node's fencing counter
   std::optional<std::string> reserved_for{};  // a release reserved the key for this waiter
@@ -68,11 +74,55 @@ struct holder {
   std::optional<holder_identity> identity{};
 };
 
+// Counts `value` as held on one more node.
+void add_holder(std::vector<holder>& holders, const std::string& value) {
+  auto h = holders.begin();
+  while (h != holders.end() && h->value != value) ++h;
+  if (h == holders.end()) {
+    holders.push_back({value, 1, decode_holder_value(value)});
+  } else {
+    ++h->nodes;
+  }
+}
+
+// "3 live readers", "1 live reader".
+std::string readers_text(std::size_t n) {
+  return fmt::format("{} live reader{}", n, n == 1 ? "" : "s");
+}
+
+// A reader's value for people: its tag is a control character.
+std::string_view without_tag(std::string_view value) {
+  return is_reader_value(value) ? value.substr(1) : value;
+}
+
 std::string identity_json(const std::optional<holder_identity>& h) {
   if (!h) return "null";
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(h->since.time_since_epoch()).count();
   return fmt::format(R"({{"user":{},"host":{},"pid":{},"since_unix_ms":{}}})", json_string(h->user),
                      json_string(h->host), h->pid, ms);
+}
+
+std::string holders_json(const std::vector<holder>& holders) {
+  std::string out;
+  for (const auto& h : holders) {
+    if (!out.empty()) out += ',';
+    out += fmt::format(R"({{"value":{},"nodes":{},"holder":{}}})", json_string(h.value), h.nodes,
+                       identity_json(h.identity));
+  }
+  return "[" + out + "]";
+}
+
+// A node's live readers, or null when readers do not hold the name there
+// (or their set could not be read: readers_error says why).
+std::string node_readers_json(const std::optional<std::vector<node_reader>>& readers) {
+  if (!readers) return "null";
+  std::string out;
+  for (const auto& r : *readers) {
+    if (!out.empty()) out += ',';
+    out += fmt::format(R"({{"value":{},"pttl_ms":{},"holder":{}}})", json_string(r.value), r.pttl.count(),
+                       identity_json(decode_holder_value(r.value)));
+  }
+  return "[" + out + "]";
 }
 
 }  // namespace
@@ -112,6 +162,7 @@ int run_status(std::span<char* const> argv) {
         std::vector<std::vector<std::string>> commands{{"GET", keys.lock}, {"PTTL", keys.lock}};
         for (auto& c : vote_commands(keys.record)) commands.push_back(std::move(c));
         for (auto& c : line_commands(keys.lock)) commands.push_back(std::move(c));
+        commands.push_back(readers_command(keys.lock));
         return commands;
       },
       timeout, &shards);
@@ -119,9 +170,11 @@ int run_status(std::span<char* const> argv) {
 
   std::vector<node_state> nodes;
   std::vector<holder> holders;
+  std::vector<holder> readers;  // each live reader, over the nodes held by readers
   std::vector<waiter> waiters;
   std::size_t unreadable_lines = 0;  // nodes whose waiting line could not be read
   std::size_t answered = 0, held = 0, held_by_us = 0, voting = 0, refused = 0;
+  std::size_t held_by_readers = 0;
   for (const auto& r : results) {
     node_state s{.probe = &r};
     if (!r.up) {
@@ -147,6 +200,28 @@ int run_status(std::span<char* const> argv) {
       // nobody holds it.
       s.reserved_for = reserved_for(value.str);
       if (pttl.type == probe_reply::kind::integer && pttl.integer >= 0) s.pttl_ms = pttl.integer;
+    } else if (value.type == probe_reply::kind::string && value.str == readers_mark) {
+      // Held by readers: the mark is nobody's value; the readers' set
+      // says who they are. The mark lives as long as the latest reader.
+      ++held;
+      ++held_by_readers;
+      s.by_readers = true;
+      if (pttl.type == probe_reply::kind::integer && pttl.integer >= 0) s.pttl_ms = pttl.integer;
+      const probe_reply& members = r.replies.at(7);
+      const auto now_ms = server_ms(r.replies.at(4));
+      if (members.type == probe_reply::kind::error) {
+        s.readers_error = members.str;
+      } else if (!now_ms) {
+        s.readers_error = "TIME unreadable";
+      } else {
+        s.readers = live_readers(members, *now_ms);
+        for (const auto& reader : *s.readers) add_holder(readers, reader.value);
+        if (ours) {
+          s.ours = std::any_of(s.readers->begin(), s.readers->end(),
+                               [&](const node_reader& reader) { return reader.value == *ours; });
+          held_by_us += *s.ours ? 1 : 0;
+        }
+      }
     } else if (value.type == probe_reply::kind::string) {
       ++held;
       s.value = value.str;
@@ -155,13 +230,7 @@ int run_status(std::span<char* const> argv) {
         s.ours = value.str == *ours;
         held_by_us += *s.ours ? 1 : 0;
       }
-      auto h = holders.begin();
-      while (h != holders.end() && h->value != value.str) ++h;
-      if (h == holders.end()) {
-        holders.push_back({value.str, 1, decode_holder_value(value.str)});
-      } else {
-        ++h->nodes;
-      }
+      add_holder(holders, value.str);
     }
     nodes.push_back(std::move(s));
   }
@@ -194,29 +263,26 @@ int run_status(std::span<char* const> argv) {
       const bool up = s.probe->up;
       node_list += fmt::format(
           R"({{"address":{},"up":{},"error":{},"held":{},"pttl_ms":{},"value":{},"ours":{},"holder":{},)"
-          R"("vote":{},"vote_reason":{},"votes_in_ms":{},"fence":{},"reserved_for":{},"line_error":{}}})",
+          R"("readers":{},"readers_error":{},"vote":{},"vote_reason":{},"votes_in_ms":{},"fence":{},)"
+          R"("reserved_for":{},"line_error":{}}})",
           json_string(s.probe->address), json_bool(up), s.error.empty() ? "null" : json_string(s.error),
-          json_bool(s.value.has_value()), json_number_or_null(s.pttl_ms), json_string_or_null(s.value),
+          json_bool(s.value || s.by_readers), json_number_or_null(s.pttl_ms), json_string_or_null(s.value),
           s.ours ? json_bool(*s.ours) : "null",
-          identity_json(s.value ? decode_holder_value(*s.value) : std::nullopt),
+          identity_json(s.value ? decode_holder_value(*s.value) : std::nullopt), node_readers_json(s.readers),
+          s.readers_error.empty() ? "null" : json_string(s.readers_error),
           up ? json_string(to_string(s.vote.what)) : "null",
           up && !s.vote.reason.empty() ? json_string(s.vote.reason) : "null",
           up && s.vote.votes_in ? fmt::format("{}", s.vote.votes_in->count()) : "null",
           json_number_or_null(s.fence), json_string_or_null(s.reserved_for),
           s.line_error.empty() ? "null" : json_string(s.line_error));
     }
-    std::string holder_list;
-    for (const auto& h : holders) {
-      if (!holder_list.empty()) holder_list += ',';
-      holder_list += fmt::format(R"({{"value":{},"nodes":{},"holder":{}}})", json_string(h.value), h.nodes,
-                                 identity_json(h.identity));
-    }
     std::string waiting;
     for (const auto& w : waiters) {
       if (!waiting.empty()) waiting += ',';
-      waiting += fmt::format(R"({{"value":{},"holder":{},"since_unix_ms":{},"nodes":{},"lease_ms":{}}})",
-                             json_string(w.value), identity_json(w.identity), w.arrival_us / 1000, w.nodes,
-                             w.lease_left.count());
+      waiting +=
+          fmt::format(R"({{"value":{},"reader":{},"holder":{},"since_unix_ms":{},"nodes":{},"lease_ms":{}}})",
+                      json_string(w.value), json_bool(is_reader_value(w.value)), identity_json(w.identity),
+                      w.arrival_us / 1000, w.nodes, w.lease_left.count());
     }
     // "waiting" is null when no node's line could be read: an empty list
     // would claim nobody waits.
@@ -224,10 +290,11 @@ int run_status(std::span<char* const> argv) {
       waiting = "null";
     else
       waiting = "[" + waiting + "]";
-    fmt::print(R"({{"name":{},"nodes":[{}],"holders":[{}],"waiting":{},"fence_max":{},"held":{},"ours":{},)"
-               R"("answered":{},"voting":{},"total":{},"quorum":{}}})"
+    fmt::print(R"({{"name":{},"nodes":[{}],"holders":{},"readers":{},"held_by_readers":{},"waiting":{},)"
+               R"("fence_max":{},"held":{},"ours":{},"answered":{},"voting":{},"total":{},"quorum":{}}})"
                "\n",
-               json_string(name), node_list, holder_list, waiting, json_number_or_null(fence_max), held,
+               json_string(name), node_list, holders_json(holders), holders_json(readers), held_by_readers,
+               waiting, json_number_or_null(fence_max), held,
                ours ? fmt::format("{}", held_by_us) : std::string("null"), answered, voting, n, quorum);
   } else {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -245,6 +312,12 @@ int run_status(std::span<char* const> argv) {
             "{}: released, kept for the head of the line ({}) for {}", address,
             describe_waiter({*s.reserved_for, 0, 0, {}, decode_holder_value(*s.reserved_for)}),
             s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("as long as the line lives"));
+      } else if (s.readers) {
+        line = fmt::format("{}: held by {}, pttl {}", address, readers_text(s.readers->size()),
+                           s.pttl_ms ? fmt::format("{} ms", *s.pttl_ms) : std::string("none"));
+        if (s.ours) line += *s.ours ? ", ours among them" : ", not ours";
+      } else if (s.by_readers) {
+        line = fmt::format("{}: held by readers (the readers' set unreadable: {})", address, s.readers_error);
       } else if (!s.value) {
         line = fmt::format("{}: absent", address);
       } else {
@@ -260,6 +333,14 @@ int run_status(std::span<char* const> argv) {
       } else {
         fmt::print("held by an unknown holder (value \"{}\", not made by redsync lock) on {}/{} nodes\n",
                    h.value, h.nodes, n);
+      }
+    }
+    for (const auto& r : readers) {
+      if (r.identity) {
+        fmt::print("held by reader {} on {}/{} nodes\n", describe_holder(*r.identity, now), r.nodes, n);
+      } else {
+        fmt::print("held by an unknown reader (value \"{}\", not made by redsync lock) on {}/{} nodes\n",
+                   without_tag(r.value), r.nodes, n);
       }
     }
     for (const auto& s : nodes)
@@ -287,6 +368,11 @@ int run_status(std::span<char* const> argv) {
     }
     if (!fences.empty()) fmt::print("fencing counters: {}\n", fences);
     std::string summary = fmt::format("lock \"{}\": held on {}/{} nodes", name, held, n);
+    if (held_by_readers > 0 && held_by_readers == held) {
+      summary = fmt::format("lock \"{}\": held by readers on {}/{} nodes", name, held, n);
+    } else if (held_by_readers > 0) {
+      summary += fmt::format(" (by readers on {}/{})", held_by_readers, n);
+    }
     if (ours) summary += fmt::format(", ours on {}/{}", held_by_us, n);
     summary += fmt::format("; {}/{} nodes answered, {}/{} voting, quorum {}", answered, n, voting, n, quorum);
     fmt::print("{}\n", summary);

@@ -45,6 +45,19 @@ inline std::string nodes_arg(const cluster& c) {
   return "--nodes=" + list;
 }
 
+// `lock --nodes=... OPTIONS... NAME [-- COMMAND...]`: hold mode without a command.
+inline std::vector<std::string> lock_args(const cluster& c, std::vector<std::string> options,
+                                          const std::string& name, const std::vector<std::string>& command) {
+  std::vector<std::string> args{"lock", nodes_arg(c)};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(name);
+  if (!command.empty()) {
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+  }
+  return args;
+}
+
 // The value of `key` on each node (nullopt: absent, or the node is down).
 inline std::vector<std::optional<std::string>> values_on(cluster& c, const std::string& key) {
   std::vector<std::optional<std::string>> out;

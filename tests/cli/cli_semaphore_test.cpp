@@ -67,18 +67,6 @@ std::optional<recorded> read_recorded(const std::string& path) {
   return r;
 }
 
-std::vector<std::string> lock_args(const cluster& c, std::vector<std::string> options,
-                                   const std::string& name, const std::vector<std::string>& command) {
-  std::vector<std::string> args{"lock", nodes_arg(c)};
-  args.insert(args.end(), options.begin(), options.end());
-  args.push_back(name);
-  if (!command.empty()) {
-    args.push_back("--");
-    args.insert(args.end(), command.begin(), command.end());
-  }
-  return args;
-}
-
 }  // namespace
 
 TEST_SUITE("cli") {
