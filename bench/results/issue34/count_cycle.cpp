@@ -4,9 +4,9 @@
 // sent raw on the library's transport from its loop thread). Prints counts
 // for the measured window (after 50 warm-up cycles) divided by N.
 #include "bench.hpp"
-#include "redlock/fast_acquire.hpp"
-#include "redlock/script_call.hpp"
-#include "redlock/scripts.hpp"
+#include "redlock/scripts/fast_acquire.hpp"
+#include "redlock/scripts/script_call.hpp"
+#include "redlock/scripts/scripts.hpp"
 #include "transport.hpp"
 
 #include <dlfcn.h>

@@ -83,8 +83,9 @@ struct round_state {
             counts.integers[i] = r.value.elements[0].integer;
           }
           if (n.status == node_status::taken && spec.other_kind && spec.other_kind(r.value)) {
-            if (counts.other_kind++ == 0) counts.other_kind_why = spec.other_kind_why;
-            n.message = spec.other_kind_why;
+            const std::string why = spec.other_kind_why ? *spec.other_kind_why : std::string();
+            if (counts.other_kind++ == 0) counts.other_kind_why = why;
+            n.message = why;
           }
           if (n.status == node_status::ok && spec.exclude_yes &&
               spec.exclude_yes(i, r.value, r.served_by, counts.nodes, n.message))

@@ -32,9 +32,10 @@ struct round_spec {
   classify_fn classify = nullptr;
   // An acquisition's: reads a refusal because the name is held as the other
   // kind (counted in tally::other_kind, the node's message set to
-  // `other_kind_why`). May be null.
+  // `other_kind_why`). May be null. The words are made once per lock and
+  // shared, not formatted per attempt.
   other_kind_fn other_kind = nullptr;
-  std::string other_kind_why{};
+  std::shared_ptr<const std::string> other_kind_why{};
   // The slot of the call's keys (each member's `send` gets member_slot{member, slot}).
   std::uint16_t slot = 0;
   std::size_t quorum = 0;

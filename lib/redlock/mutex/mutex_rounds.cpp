@@ -7,9 +7,6 @@
 #include "redlock/scripts/script_answers.hpp"
 #include "redlock/trust/durable_wait.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 namespace redsync::detail {
 
 round_sender script_sender(const mutex_state& st, const script_call& call, classify_fn classify,
@@ -60,9 +57,7 @@ round_spec mutex_round_without_sender(const mutex_state& st, classify_fn classif
   // (semaphore_scripts.hpp, rule X): counted apart, in the result's words.
   if (classify == classify_acquire) {
     spec.other_kind = acquire_held_as_semaphore;
-    spec.other_kind_why = st.names.size() == 1 ? fmt::format("\"{}\" is held as a semaphore", st.name)
-                                               : fmt::format("one of \"{}\" is held as a semaphore",
-                                                             fmt::join(st.names, "\", \""));
+    spec.other_kind_why = st.held_as_semaphore;
   }
   spec.slot = st.slot;
   spec.quorum = st.eng.quorum();

@@ -9,10 +9,17 @@
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace redsync::detail {
 
 namespace {
+
+std::shared_ptr<const std::string> held_as_semaphore_words(const std::vector<std::string>& names) {
+  return std::make_shared<const std::string>(
+      names.size() == 1 ? fmt::format("\"{}\" is held as a semaphore", names.front())
+                        : fmt::format("one of \"{}\" is held as a semaphore", fmt::join(names, "\", \"")));
+}
 
 cluster_layout layout_on_clusters(const engine& e, const std::vector<std::string>& names, hold_kind k) {
   if (!e.has_cluster_members()) return {};
@@ -27,6 +34,7 @@ mutex_state::mutex_state(engine& e, std::vector<std::string> n, mutex_options o,
       name(names.front()),
       kind(k),
       scripts(scripts_for(k)),
+      held_as_semaphore(held_as_semaphore_words(names)),
       plain(names, false, k),
       clustered(layout_on_clusters(e, names, k)),
       slots(clustered.slots.empty() ? std::vector<std::uint16_t>{0} : clustered.slots),

@@ -45,6 +45,8 @@ struct mutex_state final : std::enable_shared_from_this<mutex_state>, watchdog::
   const std::string& name;               // names[0]
   const hold_kind kind;
   const lock_scripts& scripts;  // what this kind of hold sends
+  // What a refusal for a semaphore's mark says (round_spec::other_kind_why).
+  const std::shared_ptr<const std::string> held_as_semaphore;
   // The lock's keys on a standalone member, and on a cluster member per
   // slot group (no groups when the set has no cluster member). lock_keys.hpp.
   const lock_keys plain;

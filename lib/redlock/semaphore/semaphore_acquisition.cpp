@@ -147,7 +147,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
         },
         true);
     spec.other_kind = semaphore_held_as_mutex;
-    spec.other_kind_why = fmt::format("\"{}\" is held as a mutex", st_->name);
+    spec.other_kind_why = st_->held_as_mutex;
     spec.send = [self = self(), send = std::move(spec.send), round = rounds_reported_](
                     std::size_t i, member_slot pool, command_callback done) {
       send(i, pool, [self, i, round, done = std::move(done)](command_result&& r) mutable {

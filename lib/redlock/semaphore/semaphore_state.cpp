@@ -10,6 +10,8 @@
 #include "redlock/semaphore/permit_operations.hpp"
 #include "redlock/trust/durable_wait.hpp"
 
+#include <fmt/format.h>
+
 namespace redsync::detail {
 
 semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q, semaphore_options o)
@@ -23,6 +25,7 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       permits_key(semaphore_permits_key(name)),
       mutex_key(name),
       channel(semaphore_channel(name)),
+      held_as_mutex(std::make_shared<const std::string>(fmt::format("\"{}\" is held as a mutex", name))),
       clustered(e.has_cluster_members()),
       slot(clustered ? cluster_name_slot(name) : std::uint16_t{0}),
       cluster_set_key(clustered ? cluster_semaphore_set_key(name) : std::string()),

@@ -40,6 +40,8 @@ struct semaphore_state {
   // the permits keep the kind mark (semaphore_scripts.hpp, rule X).
   const std::string mutex_key;
   const std::string channel;
+  // What a refusal for a mutex's value says (round_spec::other_kind_why).
+  const std::shared_ptr<const std::string> held_as_mutex;
   // On a cluster member (docs/cluster.md) the keys carry the name's hash
   // tag as a Mutex's do ("redsync:sem:" + cluster_lock_key(name), ...), and
   // the node record is the one of the name's slot. Without cluster members
