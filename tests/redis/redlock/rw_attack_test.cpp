@@ -99,6 +99,27 @@ TEST_SUITE("rw_attack") {
       auto w3 = rs.new_rw_mutex(name, rwa_quick());
       CHECK(w3.try_lock());
       w3.unlock();
+
+      // A hold of the fixed value that ended without a release (its client
+      // gone) does not refuse the value once expired, though another reader
+      // keeps the set alive.
+      redsync::mutex_options brief = rwa_quick();
+      brief.expiry = 600ms;
+      brief.value = "worker-9";
+      auto other = rs.new_rw_mutex(name, rwa_quick());
+      REQUIRE(other.reader().lock(redsync::context::timeout(10s)).ok());
+      auto gone = rs.new_rw_mutex(name, brief);
+      REQUIRE(gone.reader().lock(redsync::context::timeout(10s)).ok());
+      for (std::size_t k = 0; k < c.size(); ++k) {
+        // What the client would leave if it died now: its member, expiring.
+        CHECK(redis_client(c[k]).command({"ZSCORE", name + ":redsync-readers", "\x01worker-9"}).type !=
+              redis_client::reply::kind::nil);
+      }
+      std::this_thread::sleep_for(800ms);  // past its expiry on every node
+      auto again = rs.new_rw_mutex(name, brief);
+      CHECK(again.reader().lock(redsync::context::timeout(10s)).ok());
+      again.unlock_shared();
+      other.unlock_shared();
     }
   }
 

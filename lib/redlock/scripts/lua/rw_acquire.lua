@@ -32,9 +32,13 @@ local open = not held or held == readers_mark or
 -- A value is one reader: a member already in the set (another holder
 -- made with the same fixed value, or an undo of ours not run yet) refuses,
 -- as a writer's SET NX refuses its own value, so that one release can never
--- end another's hold.
-if open and redis.call('ZSCORE', readers, value) then
-  open = false
+-- end another's hold. (Expired members go first: a hold of this value that
+-- ended without a release must not refuse it.)
+if open then
+  redis.call('ZREMRANGEBYSCORE', readers, '-inf', clock())
+  if redis.call('ZSCORE', readers, value) then
+    open = false
+  end
 end
 local in_line = 0
 if open and redis.call('EXISTS', line()) == 1 then
