@@ -348,6 +348,41 @@ TEST_SUITE("rw_mutex") {
     r2.unlock_shared();
   }
 
+  TEST_CASE(
+      "a node frozen under a reader answers late: the writer waits for the reader, then gets the name") {
+    cluster c(3);
+    redsync::Redsync rs(c.uris(), rw_nodes());
+    const auto name = unique_name("rw-frozen");
+    {
+      // Every node answers a first look before one freezes (fresh nodes
+      // vote at once only when all of them answered it).
+      auto first = rs.new_rw_mutex(name, rw_options());
+      REQUIRE(first.reader().lock(redsync::context::timeout(10s)).ok());
+      first.unlock_shared();
+    }
+    c[0].pause();
+    // Granted by the two nodes that answer; the frozen one has the
+    // reader's acquisition in its socket.
+    auto r = rs.new_rw_mutex(name, {.expiry = 8s, .tries = 3});
+    const auto got = r.reader().lock(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(got.ok(), got.describe());
+    auto w = rs.new_rw_mutex(name, rw_options(20ms, 2));
+    CHECK_FALSE(w.writer().lock(redsync::context::timeout(10s)).ok());
+    // It wakes and runs what it was sent: the late grant (and then the
+    // release, resent until it lands) must not let the writer in early, nor
+    // keep it out once the reader let go.
+    c[0].resume();
+    CHECK_FALSE(w.writer().try_lock(redsync::context::timeout(10s)).ok());
+    CHECK(r.reader().held());
+    REQUIRE(r.reader().unlock(redsync::context::timeout(10s)).ok());
+    auto after = rs.new_rw_mutex(name, rw_waiting(100ms));
+    REQUIRE(after.writer().lock(redsync::context::timeout(10s)).ok());
+    // The frozen node holds no reader any more: the release landed there
+    // (well before the reader's 8 s expiry would have cleared it).
+    CHECK(wait_until([&] { return !redis_client(c[0]).exists(name + ":redsync-readers"); }, 3s));
+    after.unlock();
+  }
+
   TEST_CASE("an RWMutex and a Semaphore of one name clash; names and values an RWMutex needs are refused") {
     cluster c(3);
     redsync::Redsync rs(c.uris(), rw_nodes());
