@@ -4,8 +4,13 @@
 // holding each about 1 ms, for k = 1, 4 and 16 (scripts/bench: 64
 // processes). Reported per k: acquisitions/s, the wait (from the acquire
 // call to its return) p50/p90/p99/max over the acquisitions of the window,
-// waits the window's end cut (and the longest), and the most holders seen
-// at once (must be <= k).
+// waits the window's end cut (and the longest), the most holders seen
+// at once (must be <= k), and the fairness of the permits between the
+// processes: each grant line carries its process's pid, the acquisitions of
+// the window are counted per process (a process that got none counts 0),
+// and Jain's index, min_share and max_share are those of the contention
+// section (fairness_of, tests/contention/contention_run.hpp), with
+// jain_met = Jain >= jain_goal (0.95, issue 36 (c)).
 
 #include "bench.hpp"
 
@@ -18,12 +23,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "contention_run.hpp"
 #include "holders.hpp"
 
 namespace bench {
@@ -53,6 +60,9 @@ struct interval {
   std::int64_t enter = 0, leave = 0;
 };
 
+// Issue 36 (c): the permits shared fairly between the processes.
+constexpr double jain_goal = 0.95;
+
 json run_point(const config& cfg, const std::string& program, int permits, int processes) {
   const auto dir = std::filesystem::temp_directory_path() /
                    fmt::format("redsync-bench-semaphore-{}-{}", ::getpid(), permits);
@@ -79,6 +89,10 @@ json run_point(const config& cfg, const std::string& program, int permits, int p
   samples wait;
   std::vector<interval> held;
   std::int64_t cut = 0, longest_cut_ns = 0, acquisitions = 0;
+  // The window's acquisitions per process; every process counts, with 0 if
+  // it got none.
+  std::map<pid_t, int> per_process;
+  for (const pid_t pid : pids) per_process[pid] = 0;
   std::string first_failure;
   std::ifstream in(out);
   for (std::string line; std::getline(in, line);) {
@@ -90,11 +104,18 @@ json run_point(const config& cfg, const std::string& program, int permits, int p
       std::uint64_t token = 0;
       interval h;
       std::int64_t want = 0;
-      words >> slot >> token >> h.enter >> h.leave >> want;
+      pid_t pid = 0;
+      words >> slot >> token >> h.enter >> h.leave >> want >> pid;
+      const auto process = per_process.find(pid);
+      if (!words || process == per_process.end()) {
+        if (first_failure.empty()) first_failure = "unreadable: " + line;
+        continue;
+      }
       held.push_back(h);
       // The window's acquisitions: those that returned inside it.
       if (h.enter >= start && h.enter <= end) {
         ++acquisitions;
+        ++process->second;
         wait.add(std::chrono::nanoseconds(h.enter - std::max(want, start)));
       }
     } else if (kind == "cut") {
@@ -109,6 +130,9 @@ json run_point(const config& cfg, const std::string& program, int permits, int p
   std::filesystem::remove_all(dir);
   const double seconds = static_cast<double>(end - start) / 1e9;
   const std::size_t most = redsync::contention::most_at_once(held);
+  std::vector<int> shares;
+  for (const auto& [pid, count] : per_process) shares.push_back(count);
+  const auto fair = redsync::contention::fairness_of(shares);
   json w;
   w.integer("n", static_cast<std::int64_t>(wait.size()))
       .num("p50_us", wait.percentile(0.5))
@@ -125,6 +149,11 @@ json run_point(const config& cfg, const std::string& program, int permits, int p
       .num("longest_cut_wait_us", static_cast<double>(longest_cut_ns) / 1000.0)
       .integer("most_holders_at_once", static_cast<std::int64_t>(most))
       .flag("at_most_k", most <= static_cast<std::size_t>(permits))
+      .num("jain", fair.jain)
+      .integer("min_share", fair.min_share)
+      .integer("max_share", fair.max_share)
+      .num("jain_goal", jain_goal)
+      .flag("jain_met", fair.jain >= jain_goal)
       .integer("failed_processes", failed_processes)
       .text("first_failure", first_failure)
       .num("seconds", seconds);

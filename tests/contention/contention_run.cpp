@@ -355,18 +355,27 @@ figures measure(const run_outcome& o) {
   f.acquisitions_per_s = f.seconds > 0 ? static_cast<double>(f.acquisitions) / f.seconds : 0;
   f.handovers_per_s = f.seconds > 0 ? static_cast<double>(f.handovers) / f.seconds : 0;
 
-  std::vector<double> share(o.acquisitions.size(), 0);
+  std::vector<int> share(o.acquisitions.size(), 0);
   for (const auto& g : o.grants)
-    if (g.acquired <= o.fairness_end) share[static_cast<std::size_t>(g.process)] += 1;
-  double sum = 0, squares = 0;
-  for (double x : share) sum += x, squares += x * x;
-  f.jain = squares > 0 ? sum * sum / (static_cast<double>(share.size()) * squares) : 0;
-  if (!share.empty()) {
-    f.min_share = static_cast<int>(*std::min_element(share.begin(), share.end()));
-    f.max_share = static_cast<int>(*std::max_element(share.begin(), share.end()));
-  }
+    if (g.acquired <= o.fairness_end) ++share[static_cast<std::size_t>(g.process)];
+  const fairness fair = fairness_of(share);
+  f.jain = fair.jain;
+  f.min_share = fair.min_share;
+  f.max_share = fair.max_share;
   f.failures = o.failures.size();
   for (bool c : o.completed) f.incomplete += c ? 0 : 1;
+  return f;
+}
+
+fairness fairness_of(const std::vector<int>& acquisitions) {
+  fairness f;
+  double sum = 0, squares = 0;
+  for (const int x : acquisitions) sum += x, squares += static_cast<double>(x) * x;
+  f.jain = squares > 0 ? sum * sum / (static_cast<double>(acquisitions.size()) * squares) : 0;
+  if (!acquisitions.empty()) {
+    f.min_share = *std::min_element(acquisitions.begin(), acquisitions.end());
+    f.max_share = *std::max_element(acquisitions.begin(), acquisitions.end());
+  }
   return f;
 }
 

@@ -112,6 +112,19 @@ struct figures {
 
 figures measure(const run_outcome& o);
 
+/// Fairness over the processes' acquisition counts (one entry per process,
+/// 0 for a process that got none): Jain's index, sum^2 / (n * sum of
+/// squares), 1 = equal shares, 1/n = one process took everything, 0 when
+/// nobody got any; min_share and max_share, the fewest and most
+/// acquisitions of one process. measure() and the bench's semaphore section
+/// (bench/semaphore.cpp) both use it.
+struct fairness {
+  double jain = 0;
+  int min_share = 0, max_share = 0;
+};
+
+fairness fairness_of(const std::vector<int>& acquisitions);
+
 /// One line: "4 processes, 240 acquisitions (236 hand-overs, 412/s), wait p50 ...".
 std::string describe(const figures& f);
 

@@ -9,8 +9,10 @@
 // one line per acquisition, times in ns of the steady clock (CLOCK_MONOTONIC,
 // shared by every process on the machine), ENTER and LEAVE taken strictly
 // inside the hold (after acquire returned, before release was sent), WANT
-// when the acquire call began:
-//   grant SLOT TOKEN ENTER LEAVE WANT
+// when the acquire call began, PID this process's id (getpid(), the pid
+// its parent got from fork, as exec keeps it), so that acquisitions can be
+// counted per process (the bench's Jain index):
+//   grant SLOT TOKEN ENTER LEAVE WANT PID
 // or, on the first failure, `failure DESCRIPTION` and exit 1. Each line is
 // one write(2) below PIPE_BUF on an O_APPEND file, so lines of concurrent
 // processes never interleave.
@@ -91,8 +93,8 @@ int run(int argc, char** argv) {
       append(fd, "failure release: " + u.describe() + "\n");
       return 1;
     }
-    append(fd, fmt::format("grant {} {} {} {} {}\n", r.permit.slot(), r.permit.token().value, enter, leave,
-                           want));
+    append(fd, fmt::format("grant {} {} {} {} {} {}\n", r.permit.slot(), r.permit.token().value, enter, leave,
+                           want, ::getpid()));
   }
   ::close(fd);
   return 0;

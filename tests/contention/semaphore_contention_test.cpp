@@ -4,7 +4,8 @@
 // - never more than k holders at once, and never two on one slot;
 // - per slot, every later holder's token above every earlier one's (the
 //   fencing rule of include/redsync/semaphore.hpp);
-// - every acquisition succeeded.
+// - every acquisition succeeded, and each process made all its cycles (the
+//   grant lines carry the pid: no process went without).
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -40,6 +41,8 @@ struct held {
   std::uint64_t token = 0;
   std::int64_t enter = 0;
   std::int64_t leave = 0;
+  std::int64_t want = 0;
+  pid_t pid = 0;
 };
 
 }  // namespace
@@ -85,10 +88,26 @@ TEST_CASE("processes contending for a semaphore: at most k holders, one per slot
     words >> kind;
     CHECK_MESSAGE(kind == "grant", line);
     held g;
-    words >> g.slot >> g.token >> g.enter >> g.leave;
+    words >> g.slot >> g.token >> g.enter >> g.leave >> g.want >> g.pid;
+    CHECK_MESSAGE(!words.fail(), line);
     grants.push_back(g);
   }
   REQUIRE(grants.size() == static_cast<std::size_t>(processes * cycles));
+  // Per process: each ran its cycles to the end (it exited 0), so each
+  // reported exactly that many grants; none went without. A count, not a
+  // fairness bound: it holds however loaded the machine is.
+  std::map<pid_t, int> per_process;
+  for (const pid_t pid : pids) per_process[pid] = 0;
+  for (const auto& g : grants) {
+    const auto p = per_process.find(g.pid);
+    CHECK_MESSAGE(p != per_process.end(), "grant from an unknown pid ", g.pid);
+    if (p != per_process.end()) ++p->second;
+  }
+  for (const auto& [pid, count] : per_process) {
+    const int process_pid = pid, process_grants = count;  // clang 14 cannot capture a structured binding
+    CAPTURE(process_pid);
+    CHECK(process_grants == cycles);
+  }
   const std::size_t most = most_at_once(grants);
   MESSAGE("semaphore contention: at most ", most, " holders at once over ", grants.size(), " grants");
   CHECK(most <= static_cast<std::size_t>(k));
