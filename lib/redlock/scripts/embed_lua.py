@@ -48,7 +48,7 @@ semaphore_votes = Substitution("semaphore_votes", "return {token, run, age, wind
                                "return vote({token, run, age, window, listed})")
 # TEST ONLY (semaphore_scripts.hpp): the semaphore's acquisition without the
 # slot test (rule S), everything else the same.
-count_only = Substitution("count_only", "if slot_live or count >= k then", "if count >= k then")
+count_only = Substitution("count_only", "if slot_live or not open then", "if not open then")
 # A reader's wake-up of the readers queued behind it (rw_acquire.lua) is
 # spelled with double quotes, so that cluster_publish still matches once.
 rw_cluster_publish = Substitution("rw_cluster_publish", 'redis.call("PUBLISH"', 'redis.call("SPUBLISH"')
@@ -82,16 +82,25 @@ SCRIPTS = {
     "record_stamp": Script(["record_stamp"]),
     # The semaphore's (semaphore_scripts.cpp). Every one but the fencing
     # write-back keeps the name's kind mark (kind_mark.lua) with its permits.
-    "semaphore_acquire": Script(["kind_mark", "semaphore_prelude", "grant_record", "semaphore_acquire"]),
-    "semaphore_acquire_cluster": Script(["kind_mark", "semaphore_prelude", "grant_record", "mark_vote",
-                                                         "semaphore_acquire"],
+    "semaphore_acquire": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "grant_record",
+                                 "semaphore_acquire"]),
+    "semaphore_acquire_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "grant_record",
+                                         "mark_vote", "semaphore_acquire"],
                                         [semaphore_votes]),
-    "semaphore_acquire_count_only": Script(["kind_mark", "semaphore_prelude", "grant_record", "semaphore_acquire"],
+    "semaphore_acquire_count_only": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "grant_record",
+                                            "semaphore_acquire"],
                                            [count_only]),
-    "semaphore_acquire_count_only_cluster": Script(["kind_mark", "semaphore_prelude", "grant_record", "mark_vote",
-                                                    "semaphore_acquire"], [count_only, semaphore_votes]),
-    "semaphore_release": Script(["kind_mark", "semaphore_prelude", "semaphore_release"]),
-    "semaphore_release_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_release"], [cluster_publish]),
+    "semaphore_acquire_count_only_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_line",
+                                                    "grant_record", "mark_vote", "semaphore_acquire"],
+                                                   [count_only, semaphore_votes]),
+    "semaphore_release": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "semaphore_wake",
+                                 "semaphore_release"]),
+    "semaphore_release_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "semaphore_wake",
+                                         "semaphore_release"], [cluster_publish]),
+    "semaphore_leave": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "semaphore_wake",
+                               "semaphore_leave"]),
+    "semaphore_leave_cluster": Script(["kind_mark", "semaphore_prelude", "semaphore_line", "semaphore_wake",
+                                       "semaphore_leave"], [cluster_publish]),
     "semaphore_extend": Script(["kind_mark", "semaphore_prelude", "semaphore_extend"]),
     "semaphore_fence": Script(["raise_fence", "semaphore_fence"]),
     # An RWMutex's reader (rw_scripts.cpp); its writer runs the mutex's.

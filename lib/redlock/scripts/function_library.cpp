@@ -33,8 +33,10 @@ std::string_view flags_of(const lua_script& s) {
   if (is(s, check_script())) return "'no-writes'";
   if (is(s, release_script()) || is(s, leave_script()) || is(s, extend_script())) return "'allow-oom'";
   // A semaphore's holder too: its release and extension only remove or
-  // re-score a permit.
-  if (is(s, semaphore_release_script()) || is(s, semaphore_extend_script())) return "'allow-oom'";
+  // re-score a permit, and a leave only takes a waiter out of the line.
+  if (is(s, semaphore_release_script()) || is(s, semaphore_extend_script()) ||
+      is(s, semaphore_leave_script()))
+    return "'allow-oom'";
   // An RWMutex reader's, for the same reasons as a writer's.
   const lock_scripts& reader = scripts_for(hold_kind::shared);
   if (is(s, reader.check)) return "'no-writes'";
@@ -58,7 +60,7 @@ std::string function_name(const lua_script& s) {
   // hashed once, not on every FCALL.
   static const auto known = [] {
     const lock_scripts& reader = scripts_for(hold_kind::shared);
-    const std::array<const lua_script*, 18> scripts = {&acquire_script(),
+    const std::array<const lua_script*, 19> scripts = {&acquire_script(),
                                                        &leave_script(),
                                                        &fence_script(),
                                                        &record_read_script(),
@@ -70,6 +72,7 @@ std::string function_name(const lua_script& s) {
                                                        &semaphore_release_script(),
                                                        &semaphore_extend_script(),
                                                        &semaphore_fence_script(),
+                                                       &semaphore_leave_script(),
                                                        &reader.acquire,
                                                        &reader.leave,
                                                        &reader.release,

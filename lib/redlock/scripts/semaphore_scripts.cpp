@@ -27,6 +27,12 @@ std::vector<std::uint32_t> parse_slots(std::string_view listed) {
   return out;
 }
 
+// A refusal: {-1, "s1,...", open}.
+bool refused_shape(const reply& r) {
+  return r.elements.size() == 3 && r.elements[0].integer == -1 && r.elements[1].type == reply::kind::string &&
+         r.elements[2].type == reply::kind::integer;
+}
+
 }  // namespace
 
 std::string semaphore_set_key(std::string_view name) {
@@ -37,6 +43,12 @@ std::string semaphore_permits_key(std::string_view name) {
 }
 std::string cluster_semaphore_set_key(std::string_view name) {
   return "redsync:sem:" + cluster_lock_key(name);
+}
+std::string semaphore_line_key(std::string_view set_key) {
+  return std::string(set_key) + ":line";
+}
+std::string semaphore_leases_key(std::string_view set_key) {
+  return std::string(set_key) + ":leases";
 }
 std::string semaphore_channel(std::string_view name) {
   return "redsync:sem-release:" + std::string(name);
@@ -53,6 +65,9 @@ const lua_script& semaphore_acquire_script() {
 }
 const lua_script& semaphore_release_script() {
   return embedded_script<lua::semaphore_release, lua::semaphore_release_cluster>();
+}
+const lua_script& semaphore_leave_script() {
+  return embedded_script<lua::semaphore_leave, lua::semaphore_leave_cluster>();
 }
 const lua_script& semaphore_acquire_count_only_script() {
   return embedded_script<lua::semaphore_acquire_count_only, lua::semaphore_acquire_count_only_cluster>();
@@ -71,8 +86,7 @@ node_status classify_semaphore_acquire(const reply& r) {
   const bool granted_shape =
       (r.elements.size() == 5 || r.elements.size() == 6) && r.elements[4].type == reply::kind::string;
   if (r.elements[0].integer > 0 && granted_shape) return node_status::ok;
-  const bool listed = r.elements.back().type == reply::kind::string;
-  if (r.elements[0].integer == -1 && r.elements.size() == 2 && listed) return node_status::taken;
+  if (refused_shape(r)) return node_status::taken;
   if (semaphore_held_as_mutex(r)) return node_status::taken;
   return node_status::reply_error;
 }
@@ -96,10 +110,11 @@ std::optional<semaphore_answer> read_semaphore_answer(const reply& r) {
     return a;
   }
   const bool granted = first > 0 && (r.elements.size() == 5 || r.elements.size() == 6);
-  const reply& listed = granted ? r.elements[4] : r.elements.back();
-  const bool shaped = (first == -1 && r.elements.size() == 2) || granted;
-  if (!shaped || listed.type != reply::kind::string) return std::nullopt;
+  if (!granted && !refused_shape(r)) return std::nullopt;
+  const reply& listed = r.elements[granted ? 4 : 1];
+  if (listed.type != reply::kind::string) return std::nullopt;
   a.others = parse_slots(listed.str);
+  a.open = granted || r.elements[2].integer == 1;
   return a;
 }
 

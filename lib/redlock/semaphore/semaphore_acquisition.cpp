@@ -10,18 +10,15 @@
 //   5. otherwise the attempt is undone on every node that may have granted
 //      it (every node but those that refused), in order on the node's
 //      connection, and the next attempt waits for the retry delay or for
-//      releases heard from a quorum of nodes.
-// The undo of an attempt the client made on its own schedule (its first, or
-// one after its retry delay) announces the freed slot as a release does:
-// its grants may have refused waiters, who would otherwise sleep their whole
-// retry delay while the permit is free. The undo of an attempt made because
-// a release was heard is quiet (so is the slot switch that follows it). So
-// no wake-up chain: every announcement comes from a release or from a
-// self-scheduled attempt, whose rate the callers choose (a call's first
-// attempt, then at most two per retry delay: the attempt and one on another
-// open slot), and a failed woken attempt announces nothing. A waiter whose
-// attempts fail for want of counted votes, not only because permits are
-// held, is woken at most once per try: a release may not help it.
+//      wake-ups from a quorum of nodes.
+// The fair line (rule F; permit_line.hpp): a blocking acquire is one
+// waiter; a node grants it only while fewer live waiters are ahead than
+// permits are free. An undo puts it back in line, quietly; a release wakes
+// the one waiter it lets in; we try again once a quorum of nodes is open to
+// us, and leave the line wherever we may be once confirmed or given up.
+// try_acquire never queues: it is behind every waiter.
+// A waiter whose attempts fail for want of counted votes, not only because
+// permits are held, is woken at most once per try: a wake-up may not help.
 // Each attempt uses a fresh permit id, so an undo or a late answer of one
 // attempt can never touch the permit of another.
 
@@ -33,6 +30,8 @@
 #include "redlock/quorum.hpp"
 #include "redlock/scripts/script_answers.hpp"
 #include "redlock/scripts/semaphore_scripts.hpp"
+#include "redlock/semaphore/permit_line.hpp"
+#include "redlock/semaphore/slot_choice.hpp"
 #include "util/value_generator.hpp"
 
 #include <fmt/format.h>
@@ -40,7 +39,6 @@
 #include <algorithm>
 #include <charconv>
 #include <random>
-#include <set>
 
 namespace redsync::detail {
 
@@ -50,12 +48,6 @@ using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// Waiters woken by one release start within this window, uniformly spread,
-// so the first usually finds the freed slot on every node before the next
-// arrives (a round trip on a LAN is far shorter), instead of all of them
-// taking a few nodes each and undoing.
-constexpr milliseconds wake_spread{20};
-
 class semaphore_acquisition final : public bounded_operation, public release_listener::waiter {
  public:
   semaphore_acquisition(std::shared_ptr<semaphore_state> st, bool blocking, context ctx,
@@ -63,18 +55,19 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       : bounded_operation(st->eng, std::move(ctx)),
         st_(std::move(st)),
         blocking_(blocking),
-        done_(std::move(done)) {}
+        done_(std::move(done)),
+        line_(*st_, blocking) {}
 
-  // A node announced a release: once a quorum of nodes has since our last
-  // attempt, try again now (after a short spread), for the freed slot.
+  // A node woke us (a permit there is free for us now): once a quorum of
+  // nodes is open to us, try again at once, for the freed slot.
   void on_release(std::size_t node, std::string_view slot) override {
     if (finished()) return;
     std::uint32_t s = 0;
     const auto [end, ec] = std::from_chars(slot.data(), slot.data() + slot.size(), s);
     if (ec == std::errc{} && end == slot.data() + slot.size() && s < static_cast<std::uint32_t>(st_->permits))
       freed_slot_ = s;
-    heard_.insert(node);
-    if (heard_.size() >= st_->quorum) wake();
+    line_.on_open(node);
+    if (line_.quorum_open()) wake();
   }
 
   // The subscription is active: a release between our last refusal and now
@@ -97,6 +90,8 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     woken_ = false;
     attempt();
   }
+
+  std::uint32_t k() const { return static_cast<std::uint32_t>(st_->permits); }
 
   std::uint32_t random_slot() {
     std::uniform_int_distribution<std::uint32_t> d(0, static_cast<std::uint32_t>(st_->permits) - 1);
@@ -128,16 +123,19 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   void send_attempt() {
     waiting_for_survey_ = false;
     if (finished()) return;
-    heard_.clear();
     freed_slot_.reset();
     current_ = std::make_shared<permit_state>(st_, random_value(), slot_);
-    others_.assign(eng_.size(), {});
-    answered_.assign(eng_.size(), false);
+    answers_.others.assign(eng_.size(), {});
+    answers_.open.assign(eng_.size(), false);
     stored_.assign(eng_.size(), 0);
     const std::string slot_text = std::to_string(slot_);
-    const script_call call = st_->call(
-        st_->count_only ? semaphore_acquire_count_only_script() : semaphore_acquire_script(),
-        semaphore_state::keys_of::acquire, {current_->member, slot_text, st_->permits_text, st_->expiry_ms});
+    line_.prepare_attempt(duration_cast<milliseconds>(try_due_ - clock::now()), attempts_ >= max_tries_);
+    std::vector<std::string_view> args{current_->member, slot_text, st_->permits_text, st_->expiry_ms};
+    for (const std::string_view a : line_.acquire_args()) args.push_back(a);
+    const script_call call =
+        st_->call(st_->count_only ? semaphore_acquire_count_only_script() : semaphore_acquire_script(),
+                  semaphore_state::keys_of::acquire, std::move(args));
+    line_.on_attempt_sent();
     // A fallback (EVAL after NOSCRIPT) sent after the round reported would
     // follow the undo on the connection and grant a permit nobody releases.
     round_spec spec = st_->round(
@@ -179,8 +177,11 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       r.elements.clear();
       return;
     }
-    others_[i] = a->others;
-    answered_[i] = true;
+    answers_.others[i] = a->others;
+    answers_.open[i] = a->open;
+    // A permit is free for us there (an undone grant puts us back): no
+    // wake-up from it is needed.
+    if (a->open) line_.on_open(i);
   }
 
   void on_attempt(tally&& t) {
@@ -189,6 +190,7 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (finished()) return;
     last_ = std::move(t);
     const std::size_t q = st_->quorum;
+    line_.on_attempt_answered(last_);
     if (last_.ok < q) return failed(acquire_failure(last_, eng_.size(), q));
     const token_votes votes = count_token_votes(last_, eng_.size());
     if (votes.at_token >= q) return acquired(votes.token);
@@ -228,16 +230,13 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
           fmt::format("semaphore \"{}\": this Semaphore was made with {} permits, but {} (the number "
                       "its live holders agreed on)",
                       st_->name, st_->permits, reason));
-    // A release can only help an attempt that held permits refused. When
+    // A wake-up can only help an attempt that held permits refused. When
     // the counted yeses and the refusals for a held permit fall short of a
-    // quorum (nodes down, or yeses excluded by the restart guard or the
-    // failover check), no release or other slot would have made it; when
-    // some yes was excluded, a release may not either. Then wake-ups are
-    // rationed to one per try, until an attempt on the client's own
-    // schedule is refused by held permits alone: otherwise every
-    // self-scheduled undo would wake every other waiter for a free attempt
-    // that fails the same way (16 waiters on nodes in their guard window:
-    // 6.6 acquire scripts per counted try).
+    // quorum (nodes down, yeses excluded by the restart guard or the
+    // failover check), no release would have made it; when some yes was
+    // excluded, one may not either. Then woken attempts are rationed to one
+    // per try, until an attempt on the client's own schedule is refused by
+    // held permits alone.
     const bool releases_can_help = last_.ok + last_.taken >= st_->quorum;
     if (!releases_can_help || last_.excluded > 0)
       rationed_ = true;
@@ -245,25 +244,26 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
       rationed_ = false;
     // Refused for the slot only, while the answers show another slot that
     // a quorum of nodes could grant: try it at once (once per try).
-    const std::optional<std::uint32_t> open = releases_can_help ? open_slot() : std::nullopt;
+    const std::optional<std::uint32_t> open =
+        releases_can_help ? open_slot(answers_, k(), slot_, st_->quorum, eng_.rng()) : std::nullopt;
     if (open && !switched_slot_) {
       switched_slot_ = true;
       slot_ = *open;
       return attempt(false);
     }
     if (attempts_ >= max_tries_) return finish(why);
-    slot_ = open ? *open : least_taken_slot();
+    slot_ = open ? *open : least_taken_slot(answers_, k(), eng_.rng());
     bool missed = false;
     if (!listening_) {
       listening_ = true;
       // Another waiter of this process already had the subscription: no
       // on_subscribed() comes, and releases during our first attempt went
       // unheard, so we look once more at once (what on_subscribed does).
-      missed = eng_.listener().watch(st_->channel, this, st_->cluster_channel) && !looked_after_subscribing_;
+      missed = line_.listen(this) && !looked_after_subscribing_;
       if (missed) looked_after_subscribing_ = true;
     }
     if (!retry_timer_) retry_timer_ = loop_timer::create(eng_.loop().loop());
-    if (may_wake() && (missed || heard_.size() >= st_->quorum)) return wake();
+    if (may_wake() && (missed || line_.quorum_open())) return wake();
     const auto now = clock::now();
     const auto left = now >= try_due_ ? microseconds::zero() : duration_cast<microseconds>(try_due_ - now);
     retry_timer_->start(left, [this] {
@@ -276,11 +276,12 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   // that timed out may still run it): the undo goes to each, sent so that
   // it runs in its place on the node's connection (no fallback later), and
   // nobody waits for it (a hung node must not stall us). Tracked so that
-  // shutdown waits for it. Announced unless the attempt was woken (see the
-  // top of this file); a node announces only if it held the permit.
+  // shutdown waits for it. An attempt that joined the line puts us back in
+  // it at our arrival, quietly; one that did not is undone as a release
+  // (it wakes the waiter the freed permit lets in).
   // `all`: the attempt's round has not reported (last_ is an older one's).
   void undo_everywhere(bool all) {
-    const script_call& undo = woken_ ? current_->undo_call : current_->release_call;
+    const script_call& undo = line_.undo_for(*current_);
     for (std::size_t i = 0; i < eng_.size(); ++i) {
       if (!all && last_.nodes[i].status == node_status::taken) continue;
       if (!eng_.can_send()) return;
@@ -289,49 +290,13 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     }
   }
 
-  // The slot the fewest nodes said is taken (ties at random); a slot a
-  // release announced since is preferred by wake().
-  std::uint32_t least_taken_slot() {
-    std::vector<std::size_t> taken(static_cast<std::size_t>(st_->permits), 0);
-    for (const auto& listed : others_)
-      for (const std::uint32_t s : listed)
-        if (s < taken.size()) ++taken[s];
-    const std::size_t least = *std::min_element(taken.begin(), taken.end());
-    std::vector<std::uint32_t> best;
-    for (std::uint32_t s = 0; s < taken.size(); ++s)
-      if (taken[s] == least) best.push_back(s);
-    std::uniform_int_distribution<std::size_t> d(0, best.size() - 1);
-    return best[d(eng_.rng())];
-  }
-
-  // A slot other than the one just tried that enough nodes could grant:
-  // they answered, hold fewer than k other permits, none on that slot.
-  std::optional<std::uint32_t> open_slot() {
-    const auto k = static_cast<std::size_t>(st_->permits);
-    std::vector<std::size_t> could(k, 0);
-    for (std::size_t i = 0; i < eng_.size(); ++i) {
-      if (!answered_[i] || others_[i].size() >= k) continue;
-      std::vector<bool> taken(k, false);
-      for (const std::uint32_t s : others_[i])
-        if (s < k) taken[s] = true;
-      for (std::size_t s = 0; s < k; ++s)
-        if (!taken[s]) ++could[s];
-    }
-    std::vector<std::uint32_t> best;
-    for (std::uint32_t s = 0; s < k; ++s)
-      if (s != slot_ && could[s] >= st_->quorum) best.push_back(s);
-    if (best.empty()) return std::nullopt;
-    std::uniform_int_distribution<std::size_t> d(0, best.size() - 1);
-    return best[d(eng_.rng())];
-  }
-
   bool may_wake() const { return !rationed_ || woken_this_try_ == 0; }
 
   void wake() {
     if (finished() || in_round_ || waiting_for_survey_ || !retry_timer_ || !may_wake()) return;
     if (freed_slot_) slot_ = *freed_slot_;
-    std::uniform_int_distribution<std::int64_t> d(0, duration_cast<microseconds>(wake_spread).count());
-    retry_timer_->start(microseconds{d(eng_.rng())}, [this] {
+    // A wake-up names one waiter per freed permit: no spread is needed.
+    retry_timer_->start(microseconds::zero(), [this] {
       woken_ = true;
       ++woken_this_try_;
       attempt();
@@ -344,13 +309,22 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     if (in_round_ && current_) undo_everywhere(true);
   }
 
-  void on_finish(errc) override {
+  void on_finish(errc why) override {
     if (retry_timer_) {
       retry_timer_->close();
       retry_timer_ = nullptr;
     }
-    if (listening_) eng_.listener().unwatch(st_->channel, this);
+    if (listening_) line_.stop_listening(this);
     listening_ = false;
+    // Confirmed: where a node granted our permit the grant took us out of
+    // its line; elsewhere we may still be in it. Given up: everywhere.
+    if (why == errc{} && !last_.nodes.empty()) {
+      std::vector<bool> won(eng_.size(), false);
+      for (std::size_t i = 0; i < eng_.size(); ++i) won[i] = last_.nodes[i].status == node_status::ok;
+      line_.leave(&won);
+    } else {
+      line_.leave(nullptr);
+    }
   }
 
   void report(result r) override {
@@ -365,12 +339,11 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
   const std::shared_ptr<semaphore_state> st_;
   const bool blocking_;
   std::function<void(acquire_result)> done_;
-  std::shared_ptr<permit_state> current_;           // the attempt's permit
-  std::uint32_t slot_ = 0;                          // the next attempt's slot
-  std::vector<std::vector<std::uint32_t>> others_;  // per node: the other permits' slots
-  std::vector<bool> answered_;                      // per node: others_ is its answer
-  std::vector<long long> stored_;                   // per node: its k where it differs (rule M), else 0
-  std::set<std::size_t> heard_;                     // nodes that announced a release since our last attempt
+  std::shared_ptr<permit_state> current_;  // the attempt's permit
+  std::uint32_t slot_ = 0;                 // the next attempt's slot
+  slot_answers answers_;                   // the last attempt's, per node
+  std::vector<long long> stored_;          // per node: its k where it differs (rule M), else 0
+  permit_line line_;
   std::optional<std::uint32_t> freed_slot_;
   std::uint64_t rounds_reported_ = 0;
   int max_tries_ = 1;

@@ -23,6 +23,8 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       opts(std::move(o)),
       set_key(semaphore_set_key(name)),
       permits_key(semaphore_permits_key(name)),
+      line_key(semaphore_line_key(set_key)),
+      leases_key(semaphore_leases_key(set_key)),
       mutex_key(name),
       channel(semaphore_channel(name)),
       held_as_mutex(std::make_shared<const std::string>(fmt::format("\"{}\" is held as a mutex", name))),
@@ -30,6 +32,8 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
       slot(clustered ? cluster_name_slot(name) : std::uint16_t{0}),
       cluster_set_key(clustered ? cluster_semaphore_set_key(name) : std::string()),
       cluster_permits_key(clustered ? cluster_set_key + ":permits" : std::string()),
+      cluster_line_key(clustered ? semaphore_line_key(cluster_set_key) : std::string()),
+      cluster_leases_key(clustered ? semaphore_leases_key(cluster_set_key) : std::string()),
       cluster_mutex_key(clustered ? cluster_lock_key(name) : std::string()),
       cluster_channel(clustered ? semaphore_channel(cluster_lock_key(name)) : std::string()),
       cluster_record(clustered ? cluster_record_key(slot) : std::string()),
@@ -42,23 +46,26 @@ semaphore_state::semaphore_state(engine& e, std::string n, int k, std::size_t q,
 script_call semaphore_state::call(const lua_script& s, keys_of which, std::vector<std::string_view> args,
                                   std::size_t channel_arg) const {
   const auto keys = [which](std::string_view set, std::string_view permits, std::string_view lock,
-                            std::string_view record,
+                            std::string_view record, std::string_view line, std::string_view leases,
                             std::string_view mark = {}) -> std::vector<std::string_view> {
     switch (which) {
       case keys_of::acquire:
-        if (!mark.empty()) return {set, permits, lock, record, mark};
-        return {set, permits, lock, record};
+        if (!mark.empty()) return {set, permits, lock, record, line, leases, mark};
+        return {set, permits, lock, record, line, leases};
+      case keys_of::release: return {set, permits, lock, line, leases};
       case keys_of::holder: return {set, permits, lock};
       case keys_of::fence: break;
     }
     return {set, record};
   };
-  script_call c = make_script_call(s, keys(set_key, permits_key, mutex_key, record_key), args);
+  script_call c =
+      make_script_call(s, keys(set_key, permits_key, mutex_key, record_key, line_key, leases_key), args);
   if (!clustered) return c;
   if (channel_arg < args.size()) args[channel_arg] = cluster_channel;
-  add_cluster_form(
-      c, keys(cluster_set_key, cluster_permits_key, cluster_mutex_key, cluster_record, cluster_server_mark),
-      args);
+  add_cluster_form(c,
+                   keys(cluster_set_key, cluster_permits_key, cluster_mutex_key, cluster_record,
+                        cluster_line_key, cluster_leases_key, cluster_server_mark),
+                   args);
   return c;
 }
 
@@ -92,10 +99,8 @@ permit_state::permit_state(std::shared_ptr<semaphore_state> s, std::string permi
       id(std::move(permit_id)),
       slot(permit_slot),
       member(permit_member(slot, id)),
-      release_call(sem->call(semaphore_release_script(), semaphore_state::keys_of::holder,
-                             {member, sem->channel, "1"}, 1)),
-      undo_call(sem->call(semaphore_release_script(), semaphore_state::keys_of::holder,
-                          {member, sem->channel, "0"}, 1)),
+      release_call(sem->call(semaphore_release_script(), semaphore_state::keys_of::release,
+                             {member, sem->channel, sem->permits_text, "", "", ""}, 1)),
       extend_call(
           sem->call(semaphore_extend_script(), semaphore_state::keys_of::holder, {member, sem->expiry_ms})) {}
 

@@ -36,6 +36,8 @@ struct semaphore_state {
   const semaphore_options opts;
   const std::string set_key;
   const std::string permits_key;
+  const std::string line_key;    // the permits' waiting line (rule F)
+  const std::string leases_key;  // its waiters' leases
   // The name's lock key (the key a Mutex of the name sets: the name), where
   // the permits keep the kind mark (semaphore_scripts.hpp, rule X).
   const std::string mutex_key;
@@ -50,6 +52,8 @@ struct semaphore_state {
   const std::uint16_t slot;
   const std::string cluster_set_key;
   const std::string cluster_permits_key;
+  const std::string cluster_line_key;
+  const std::string cluster_leases_key;
   const std::string cluster_mutex_key;  // cluster_lock_key(name): the set's hash tag, so its slot
   const std::string cluster_channel;
   const std::string cluster_record;
@@ -64,8 +68,10 @@ struct semaphore_state {
   bool count_only = false;
 
   // Script KEYS, views into the keys above: acquire = set, permits, lock
-  // key, record; holder = set, permits, lock key; fence = set, record.
-  enum class keys_of { acquire, holder, fence };
+  // key, record, line, leases; release (and undo, leave) = set, permits,
+  // lock key, line, leases; holder (extend) = set, permits, lock key;
+  // fence = set, record.
+  enum class keys_of { acquire, release, holder, fence };
   // `s` with these KEYS and `args`, plus its cluster form when the set has
   // cluster members (the cluster keys; the argument at `channel_arg`, if
   // any, becomes the cluster channel).
@@ -92,8 +98,7 @@ struct permit_state final : std::enable_shared_from_this<permit_state>, watchdog
   const std::string id;
   const std::uint32_t slot;
   const std::string member;
-  const script_call release_call;  // announces the freed slot
-  const script_call undo_call;     // a failed attempt's: quiet
+  const script_call release_call;  // wakes the waiter the freed permit lets in
   const script_call extend_call;
   fencing_token token{};  // set once, before the permit is handed out
 

@@ -31,11 +31,6 @@ std::vector<std::string> first(const std::vector<std::string>& uris, std::size_t
   return {uris.begin(), uris.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
-long long subscribers(redsync::test::redis_server& s, const std::string& channel) {
-  auto r = redis_client(s).command({"PUBSUB", "NUMSUB", channel});
-  return r.elements.size() == 2 ? r.elements[1].integer : 0;
-}
-
 // A stand-in holder's permit of a k = 1 semaphore on `nodes`, expiring far
 // in the future (another client's, as far as any attempt can tell).
 void plant_foreign_permit(cluster& c, const std::string& name, std::initializer_list<std::size_t> nodes) {
@@ -83,8 +78,8 @@ TEST_SUITE("semaphore attack") {
     REQUIRE(wait_until([&] { return script_calls(n0) > before; }, 10s));
     auto xr = xf.get();
     REQUIRE_MESSAGE(!xr.ok(), xr.describe());  // excluded by the guard: undone
-    // X's undo ran: nothing is left on nodes 0 and 1, a quorum for k = 1.
-    REQUIRE(wait_until([&] { return permits_on(n0, name) == 0 && permits_on(n1, name) == 0; }, 5s));
+    // X's undo frees nodes 0 and 1, a quorum for k = 1, and wakes W there (W
+    // may hold the permit on them by the time we look, so we do not).
     const auto freed = clock_type::now();
     // The semaphore is free on a quorum: W should get it well before its
     // 20 s retry delay.
@@ -101,18 +96,21 @@ TEST_SUITE("semaphore attack") {
     c[2].resume();
   }
 
-  // The rule against wake-up chains: an attempt made because releases were
-  // heard undoes quietly, so failed woken attempts can never wake each other
-  // in a loop. W's first attempt (its own schedule) is refused by a stand-in
-  // holder on nodes 0 and 1 and granted by node 2: its undo announces. Its
-  // attempts after subscribing and after a heard release are woken: their
-  // undos announce nothing. Then the holder leaves and W gets the permit.
-  TEST_CASE("only an attempt made on the client's own schedule announces its undo") {
+  // The fair line's undo rule (semaphore_scripts.hpp, rule F): a waiter's
+  // failed attempt, granted on node 2 and refused on nodes 0 and 1 by a
+  // stand-in holder, is undone by putting the waiter back in node 2's line
+  // at its arrival, the same rank it has on nodes 0 and 1, and wakes nobody
+  // (no publish on node 2): failed attempts can never wake each other in a
+  // loop. Then the holder leaves and wakes W on its own channel on nodes 0
+  // and 1: with node 2, where its last answer found a permit free, that is
+  // a quorum, and W gets the permit long before its 20 s retry delay and is
+  // in no line afterwards.
+  TEST_CASE("a waiter's failed attempt is undone back into the line at its arrival, waking nobody") {
     cluster c(3);
     prime_records(c.uris());
-    const auto name = unique_name("sem-attack-chain");
+    const auto name = unique_name("sem-attack-undo-line");
     const std::string set = "redsync:sem:{" + name + "}";
-    const std::string channel = "redsync:sem-release:" + name;
+    const std::string line = set + ":line";
     plant_foreign_permit(c, name, {0, 1});
     redis_client n2(c[2]);
     n2.reset_stats();
@@ -122,23 +120,33 @@ TEST_SUITE("semaphore attack") {
     auto w = rw.new_semaphore(
         name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 20s; }, .timeout_factor = 0.05});
     auto wf = w.acquire_future(redsync::context::timeout(60s));
-    // Two undos on node 2: the first attempt's and the one after subscribing.
-    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 2; }, 10s));
-    CHECK(n2.calls("zadd") == 2);
-    CHECK(n2.calls("publish") == 1);
-    CHECK(permits_on(n2, name) == 0);
-    // A release announced by nodes 0 and 2 (a quorum) wakes W; refused again,
-    // it undoes without announcing (the only new publish is ours).
-    REQUIRE(
-        wait_until([&] { return subscribers(c[0], channel) == 1 && subscribers(c[2], channel) == 1; }, 10s));
-    for (std::size_t i : {0u, 2u}) redis_client(c[i]).command({"PUBLISH", channel, "0"});
-    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 3; }, 10s));
-    CHECK(n2.calls("zadd") == 3);
-    CHECK(n2.calls("publish") == 2);
-    // Nothing more without a release: W sleeps its 20 s retry delay.
+    const auto in_line = [&](std::size_t i) {
+      auto r = redis_client(c[i]).command({"ZRANGE", line, "0", "-1", "WITHSCORES"});
+      return r.elements.size() == 2 ? r.elements[0].str + " " + r.elements[1].str : std::string();
+    };
+    // W listens on its own channel (the only one subscribed), and looks
+    // once more after subscribing; then it sleeps its 20 s retry delay.
+    std::string channel;
+    REQUIRE(wait_until(
+        [&] {
+          auto r = redis_client(c[0]).command({"PUBSUB", "CHANNELS", "redsync:sem-release:" + name + ":*"});
+          if (r.elements.size() != 1) return false;
+          channel = r.elements[0].str;
+          return true;
+        },
+        10s));
+    // Undone on node 2 (no permit left there), and back in its line at the
+    // rank it has on nodes 0 and 1.
+    const auto settled = [&] {
+      const std::string two = in_line(2);
+      return permits_on(n2, name) == 0 && !two.empty() && in_line(0) == two && in_line(1) == two;
+    };
+    REQUIRE(wait_until(settled, 10s));
+    const auto calls = script_calls(n2);
     std::this_thread::sleep_for(300ms);
-    CHECK(n2.calls("zadd") == 3);
-    // The holder leaves and announces it: W gets the permit.
+    CHECK(settled());
+    CHECK(n2.calls("publish") == 0);
+    CHECK(script_calls(n2) == calls);  // nothing without a wake-up
     for (std::size_t i : {0u, 1u}) {
       redis_client cl(c[i]);
       cl.command({"ZREM", set, "0:someone-else"});
@@ -147,31 +155,27 @@ TEST_SUITE("semaphore attack") {
     REQUIRE(wf.wait_for(10s) == std::future_status::ready);
     auto wr = wf.get();
     REQUIRE_MESSAGE(wr.ok(), wr.describe());
+    for (std::size_t i = 0; i < 3; ++i) CHECK(wait_until([&] { return in_line(i).empty(); }, 5s));
     CHECK(wr.permit.release({}).ok());
   }
 
-  // The other half of the rule: an attempt after the retry delay is the
-  // client's own schedule again, so its undo announces (were it quiet, every
-  // attempt after a woken one would be, and the hole above would be back).
-  // W is refused by a stand-in holder on nodes 0 and 1 and granted by node
-  // 2 on each of its 3 tries, 1 s apart, plus one woken look after
-  // subscribing: 4 grants on node 2, 3 of their undos announced.
-  TEST_CASE("attempts made after the retry delay announce their undos, until the tries run out") {
+  // A waiter whose tries run out leaves the line on every node: its place
+  // must not hold back the waiters behind it until its lease runs out.
+  TEST_CASE("a waiter whose tries run out leaves the line on every node") {
     cluster c(3);
     prime_records(c.uris());
     const auto name = unique_name("sem-attack-retry");
     plant_foreign_permit(c, name, {0, 1});
     redis_client n2(c[2]);
-    n2.reset_stats();
     redsync::Redsync rw(c.uris(), fresh_nodes());
     auto w = rw.new_semaphore(
         name, 1, {.expiry = 20s, .tries = 3, .retry_delay = [](int) { return 1s; }, .timeout_factor = 0.05});
     auto r = w.acquire(redsync::context::timeout(60s));
     CHECK_MESSAGE(r.outcome.is(redsync::errc::busy), r.describe());
     CHECK(r.outcome.attempts == 3);
-    REQUIRE(wait_until([&] { return n2.calls("zrem") >= 4; }, 10s));
-    CHECK(n2.calls("zadd") == 4);
-    CHECK(n2.calls("publish") == 3);
+    const std::string line = "redsync:sem:{" + name + "}:line";
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(wait_until([&] { return redis_client(c[i]).command({"ZCARD", line}).integer == 0; }, 5s));
     CHECK(permits_on(n2, name) == 0);
   }
 

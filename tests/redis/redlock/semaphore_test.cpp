@@ -400,9 +400,11 @@ TEST_SUITE("semaphore") {
     const auto& script = redsync::detail::semaphore_acquire_script();
     const auto grant = [&](std::size_t node, const char* member, const char* slot) {
       redis_client cl(c[node]);
-      const auto r = cl.command({"EVAL", std::string(script.source), "4", "redsync:sem:{" + name + "}",
-                                 "redsync:sem:{" + name + "}:permits", name, "redsync:node", member, slot,
-                                 "2", "60000"});
+      // A call that does not queue (no waiter, "0"), into an empty line.
+      const std::string set = "redsync:sem:{" + name + "}";
+      const auto r =
+          cl.command({"EVAL", std::string(script.source), "6", set, set + ":permits", name, "redsync:node",
+                      set + ":line", set + ":leases", member, slot, "2", "60000", "", "", "0", "0"});
       REQUIRE(r.type == redis_client::reply::kind::array);
       return r.elements.at(0).integer > 0;
     };

@@ -1,8 +1,8 @@
--- The semaphore's acquisition, sent after kind_mark.lua and
--- semaphore_prelude.lua. On a cluster member mark_vote.lua comes between
--- them and a grant goes through vote() (embed_lua.py: semaphore_votes). The
--- TEST ONLY count-only variant drops the slot test (embed_lua.py:
--- count_only).
+-- The semaphore's acquisition, sent after kind_mark.lua,
+-- semaphore_prelude.lua and semaphore_line.lua. On a cluster member
+-- mark_vote.lua comes between them and a grant goes through vote()
+-- (embed_lua.py: semaphore_votes). The TEST ONLY count-only variant drops
+-- the slot test (embed_lua.py: count_only).
 
 -- Rule X first: the name's lock key holds a Mutex's value or a waiter's
 -- reservation (anything but our kind mark): held as a mutex, refused,
@@ -12,6 +12,8 @@ if held and held ~= semaphore_mark then
   return {-3}
 end
 local member, slot, k = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local waiter, joins = ARGV[5], ARGV[8] == '1'
+local line, leases = KEYS[5], KEYS[6]
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 local stored = redis.call('GET', KEYS[2])
 if stored and #live > 0 and tonumber(stored) ~= k then
@@ -29,13 +31,27 @@ for _, m in ipairs(live) do
   end
 end
 local listed = table.concat(others, ',')
-if slot_live or count >= k then
-  return {-1, listed}
+-- Rule F: the live waiters that arrived before us take the free permits
+-- first. `open`: a permit is free for us here, whatever its slot.
+local open = false
+if count < k then
+  open = waiters_ahead(line, leases, waiter, joins and tonumber(ARGV[6]) or nil, k - count) < k - count
+end
+if slot_live or not open then
+  if joins then
+    join_line(line, leases, waiter, ARGV[6], tonumber(ARGV[7]))
+  end
+  return {-1, listed, open and 1 or 0}
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), member)
 redis.call('SET', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[3], semaphore_mark)
 keep_until_last()
+-- Out of the line: the grant is counted among the live permits now. The
+-- undo of an attempt that fails puts the waiter back at its arrival.
+if waiter ~= '' and redis.call('ZREM', line, waiter) == 1 then
+  redis.call('HDEL', leases, waiter)
+end
 local record = KEYS[4]
 local token, run, age, window = grant_record(record, now, tonumber(ARGV[4]))
 return {token, run, age, window, listed}
