@@ -11,6 +11,7 @@
 #include "names.hpp"
 #include "redis_client.hpp"
 #include "redis_server.hpp"
+#include "tcp_proxy.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>
@@ -407,7 +408,7 @@ TEST_SUITE("semaphore line attack") {
       auto s = rs.new_semaphore(name, 2, {.expiry = 10s, .tries = 1});
       redis_client n0(c[0]);
       n0.reset_stats();
-      constexpr int calls = 200;
+      const int calls = line_length >= 20000 ? 20 : 200;
       for (int i = 0; i < calls; ++i) CHECK_FALSE(s.try_acquire(redsync::context::timeout(5s)).ok());
       long long usec = 0, scripts = 0;
       for (const std::string cmd : {"evalsha", "eval"}) {
@@ -434,6 +435,178 @@ TEST_SUITE("semaphore line attack") {
     CHECK(at_2000 < 3 * at_2 + 200);
     CHECK(at_20000 < 3 * at_2 + 200);
   }
+
+  // BUG (liveness, alive waiters): a holder's permit that runs out (its
+  // client crashed) wakes nobody. The head of the line, a live waiter that
+  // relies on wake-ups with a 5 s retry delay, sleeps on; the waiter behind
+  // it (200 ms retry delay) tries every 200 ms and is refused each time
+  // (rule F: the head's lease is live). The permit stays free until the
+  // head's next try, about 3.5 s here; without the line the second waiter
+  // had it within 200 ms. Fix: when the acquire script refuses a caller for
+  // rule F alone (permits free, live waiters ahead), let it wake the
+  // waiters ahead that the free permits are for (wake_entering for ranks
+  // 1..free, rate-limited by the caller's own tries), dropping any that
+  // nobody listens for (PUBLISH answers 0).
+  TEST_CASE(
+      "a permit that runs out waits for the head waiter's long retry delay, refusing a waiter that asks") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-line-expiry");
+    plant_permit(c, name);
+    redsync::Redsync r1(c.uris(), fresh_nodes());
+    redsync::Redsync r2(c.uris(), fresh_nodes());
+    auto head = r1.new_semaphore(
+        name, 1, {.expiry = 10s, .tries = redsync::unlimited_tries, .retry_delay = [](int) { return 5s; }});
+    auto next = r2.new_semaphore(
+        name, 1,
+        {.expiry = 10s, .tries = redsync::unlimited_tries, .retry_delay = [](int) { return 200ms; }});
+    auto hf = head.acquire_future(redsync::context::timeout(18s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 1); }, 5s));
+    std::this_thread::sleep_for(300ms);
+    auto nf = next.acquire_future(redsync::context::timeout(18s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 2); }, 5s));
+    std::this_thread::sleep_for(300ms);
+    lift_permit(c, name);  // as its expiry: nobody is woken
+    const auto lifted = clock_type::now();
+    std::future<redsync::acquire_result>* first = nullptr;
+    REQUIRE(wait_until(
+        [&] {
+          if (hf.wait_for(0s) == std::future_status::ready)
+            first = &hf;
+          else if (nf.wait_for(0s) == std::future_status::ready)
+            first = &nf;
+          return first != nullptr;
+        },
+        15s));
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - lifted);
+    MESSAGE("the free permit was taken ", waited.count(), " ms after it ran out, by the ",
+            std::string(first == &hf ? "head waiter" : "second waiter"));
+    CHECK(waited < 1500ms);
+    auto r = first->get();
+    REQUIRE_MESSAGE(r.ok(), r.describe());
+    CHECK(r.permit.release(redsync::context::timeout(5s)).ok());
+    auto& other = first == &hf ? nf : hf;
+    REQUIRE(other.wait_for(15s) == std::future_status::ready);
+    auto o = other.get();
+    REQUIRE_MESSAGE(o.ok(), o.describe());
+    CHECK(o.permit.release(redsync::context::timeout(5s)).ok());
+  }
+
+  // Held (with the lease's limit): a waiter W cut off from two of three
+  // nodes (new connections refused, open ones reset) leaves the line on
+  // the node it still reaches at its next attempt, is ranked behind every
+  // waiter there from then on, and holds its place on the two nodes it
+  // cannot reach only until its lease runs out there (default retry
+  // delay: about 2 s). A healthy waiter G behind it gets the permit the
+  // holder releases within that lease; W never does.
+  TEST_CASE("a waiter cut off from the majority leaves where it can and holds no free permit for long") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-line-cutoff");
+    std::vector<std::unique_ptr<tcp_proxy>> proxies;
+    std::vector<std::string> via;
+    for (std::size_t i = 0; i < 3; ++i) {
+      proxies.push_back(std::make_unique<tcp_proxy>(c[i].port()));
+      via.push_back("redis://127.0.0.1:" + std::to_string(proxies.back()->port()));
+    }
+    const redsync::semaphore_options so{.expiry = 10s, .tries = redsync::unlimited_tries};
+    redsync::Redsync rh(c.uris(), fresh_nodes());
+    redsync::Redsync rg(c.uris(), fresh_nodes());
+    auto rw = std::make_unique<redsync::Redsync>(via, fresh_nodes());
+    auto h = rh.new_semaphore(name, 1, so);
+    auto g = rg.new_semaphore(name, 1, so);
+    auto w = rw->new_semaphore(name, 1, so);
+    auto held = h.acquire(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(held.ok(), held.describe());
+    auto wf = w.acquire_future(redsync::context::timeout(12s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 1); }, 5s));
+    std::this_thread::sleep_for(100ms);
+    auto gf = g.acquire_future(redsync::context::timeout(15s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 2); }, 5s));
+    for (std::size_t i : {1u, 2u}) {
+      proxies[i]->refuse(true);
+      proxies[i]->drop_connections();
+    }
+    CHECK(wait_until([&] { return line_length(c, 0, name) == 1; }, 3s));
+    REQUIRE(held.permit.release(redsync::context::timeout(5s)).ok());
+    const auto released = clock_type::now();
+    REQUIRE(gf.wait_for(12s) == std::future_status::ready);
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - released);
+    MESSAGE("G got the permit ", waited.count(), " ms after the release");
+    CHECK(waited < 4s);
+    auto gr = gf.get();
+    REQUIRE_MESSAGE(gr.ok(), gr.describe());
+    CHECK(wf.wait_for(0s) == std::future_status::timeout);
+    CHECK(gr.permit.release(redsync::context::timeout(5s)).ok());
+    REQUIRE(wf.wait_for(15s) == std::future_status::ready);
+    CHECK_FALSE(wf.get().ok());
+    rw.reset();
+  }
+
+  // Held: a waiter made with another k (2, while the live holders agreed on
+  // 1) is refused with permits_mismatch at once and is in no line after,
+  // while the waiter of the right k keeps its place and gets the permit.
+  TEST_CASE("a waiter with another k is refused at once and leaves no place in the line") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-line-mismatch");
+    redsync::Redsync rs(c.uris(), fresh_nodes());
+    const redsync::semaphore_options so{
+        .expiry = 10s, .tries = redsync::unlimited_tries, .retry_delay = [](int) { return 5s; }};
+    auto h = rs.new_semaphore(name, 1, so);
+    auto w = rs.new_semaphore(name, 1, so);
+    auto m = rs.new_semaphore(name, 2, so);
+    auto held = h.acquire(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(held.ok(), held.describe());
+    auto wf = w.acquire_future(redsync::context::timeout(15s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 1); }, 5s));
+    auto mr = m.acquire(redsync::context::timeout(10s));
+    CHECK_MESSAGE(mr.outcome.is(redsync::errc::permits_mismatch), mr.describe());
+    CHECK(wait_until([&] { return line_length_everywhere(c, name, 1); }, 2s));
+    REQUIRE(held.permit.release(redsync::context::timeout(5s)).ok());
+    REQUIRE(wf.wait_for(3s) == std::future_status::ready);
+    auto wr = wf.get();
+    REQUIRE_MESSAGE(wr.ok(), wr.describe());
+    CHECK(wr.permit.release(redsync::context::timeout(5s)).ok());
+    CHECK(wait_until([&] { return line_length_everywhere(c, name, 0); }, 2s));
+  }
+
+  // Held: a node frozen (SIGSTOP) while a waiter W waits, gets the permit
+  // from the two others and holds it: on resume the node runs W's queued
+  // attempts and then its leave, in order, so W is in no line there
+  // afterwards and the node keeps no place that would hold back the next
+  // caller once W lets go.
+  TEST_CASE("a node frozen under a waiter keeps no stale place once it resumes") {
+    cluster c(3);
+    prime_records(c.uris());
+    const auto name = unique_name("sem-line-frozen");
+    redsync::Redsync rh(c.uris(), fresh_nodes());
+    redsync::Redsync rw(c.uris(), fresh_nodes());
+    redsync::Redsync rn(c.uris(), fresh_nodes());
+    const redsync::semaphore_options so{
+        .expiry = 10s, .tries = redsync::unlimited_tries, .retry_delay = [](int) { return 200ms; }};
+    auto h = rh.new_semaphore(name, 1, so);
+    auto w = rw.new_semaphore(name, 1, so);
+    auto n = rn.new_semaphore(name, 1, so);
+    auto held = h.acquire(redsync::context::timeout(10s));
+    REQUIRE_MESSAGE(held.ok(), held.describe());
+    auto wf = w.acquire_future(redsync::context::timeout(15s));
+    REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 1); }, 5s));
+    c[2].pause();
+    std::this_thread::sleep_for(1s);  // a few of W's attempts queue there
+    (void)held.permit.release(redsync::context::timeout(3s));
+    REQUIRE(wf.wait_for(5s) == std::future_status::ready);
+    auto wr = wf.get();
+    REQUIRE_MESSAGE(wr.ok(), wr.describe());
+    std::this_thread::sleep_for(500ms);
+    c[2].resume();
+    CHECK(wait_until([&] { return line_length_everywhere(c, name, 0); }, 3s));
+    REQUIRE(wr.permit.release(redsync::context::timeout(5s)).ok());
+    auto t = n.try_acquire(redsync::context::timeout(5s));
+    CHECK_MESSAGE(t.ok(), t.describe());
+    if (t.ok()) (void)t.permit.release(redsync::context::timeout(5s));
+  }
+
   // The child of the next test: a blocking waiter that, once granted, holds
   // the permit 3 s. Does nothing in a normal run.
   TEST_CASE("line attack child: a waiter under a moved clock") {
