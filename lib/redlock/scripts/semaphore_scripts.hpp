@@ -50,8 +50,10 @@
 //      the undo of a failed attempt puts it back at its arrival, which
 //      leaves the set of waiters a permit is free for as it was. A release,
 //      and a waiter leaving, wakes the one waiter that the change lets in
-//      (on its own channel). The line is a fairness aid, never a safety
-//      property: K, S and X do not depend on it.
+//      (on its own channel); a waiter nobody hears there (crashed, or not
+//      subscribed yet) leaves the line, and a live one rejoins at its
+//      arrival with its next attempt. The line is a fairness aid, never a
+//      safety property: K, S and X do not depend on it.
 
 #include "redlock/scripts/script_call.hpp"
 #include "transport/reply.hpp"
@@ -87,7 +89,10 @@ std::string permit_member(std::uint32_t slot, std::string_view id);
 // mark's key on a cluster member: server_mark.hpp); ARGV = member, slot, k,
 // expiry ms, waiter value ("" for a call that does not queue), arrival (µs
 // of the wall clock, the same for every attempt of one call), lease ms,
-// "1" to join the line (or stay in it) when refused, else "0".
+// "1" to join the line (or stay in it) when refused, else "0", the channel.
+// Refused by the line while permits are free, it tells the waiters ahead
+// (a permit can come free by expiring, which wakes nobody), and a waiter
+// that nobody hears on its channel is out of the line (rule F).
 // Drops expired permits, then:
 //   {-3}                      the lock key holds anything but the kind mark:
 //                             held as a mutex (rule X), nothing written;

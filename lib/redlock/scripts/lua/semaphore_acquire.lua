@@ -1,5 +1,5 @@
 -- The semaphore's acquisition, sent after kind_mark.lua,
--- semaphore_prelude.lua and semaphore_line.lua. On a cluster member
+-- semaphore_prelude.lua, semaphore_line.lua and semaphore_wake.lua. On a cluster member
 -- mark_vote.lua comes between them and a grant goes through vote()
 -- (embed_lua.py: semaphore_votes). The TEST ONLY count-only variant drops
 -- the slot test (embed_lua.py: count_only).
@@ -35,7 +35,17 @@ local listed = table.concat(others, ',')
 -- first. `open`: a permit is free for us here, whatever its slot.
 local open = false
 if count < k then
-  open = waiters_ahead(line, leases, waiter, joins and tonumber(ARGV[6]) or nil, k - count) < k - count
+  local arrival = joins and tonumber(ARGV[6]) or nil
+  open = waiters_ahead(line, leases, waiter, arrival, k - count) < k - count
+  if not open then
+    -- Permits are free here, yet earlier waiters come first: tell them (a
+    -- permit can come free without a release, when it expires), and count
+    -- only those that hear it (rate: the refused callers' own attempts).
+    local nudge = function(w)
+      return notify(line, leases, w, ARGV[9], '')
+    end
+    open = waiters_ahead(line, leases, waiter, arrival, k - count, nudge) < k - count
+  end
 end
 if slot_live or not open then
   if joins then
