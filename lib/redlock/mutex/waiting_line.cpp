@@ -3,6 +3,7 @@
 
 #include "redlock/mutex/waiting_line.hpp"
 
+#include "redlock/mutex/line_lease.hpp"
 #include "redlock/mutex/mutex_rounds.hpp"
 #include "redlock/mutex/slot_groups.hpp"
 #include "redlock/scripts/cluster_keys.hpp"
@@ -26,10 +27,6 @@ namespace {
 constexpr milliseconds behind_refresh_max{1000};
 // ...and no more often than this, whatever retry delay it was given.
 constexpr milliseconds behind_refresh_min{100};
-// What a lease adds to the wait it covers: scheduling and network delays.
-// A waiter that misses its refresh by more than this (a long pause) loses
-// its place and goes to the back of the line.
-constexpr milliseconds lease_slack{1000};
 
 }  // namespace
 
@@ -42,8 +39,7 @@ waiting_line::waiting_line(mutex_state& st, std::string_view value, bool waits)
       open_(st.eng.size(), false) {}
 
 std::string waiting_line::fresh_arrival() const {
-  return std::to_string(
-      duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return line_arrival_now();
 }
 
 milliseconds waiting_line::prepare_attempt(milliseconds until_try, bool final_try) {
@@ -53,7 +49,7 @@ milliseconds waiting_line::prepare_attempt(milliseconds until_try, bool final_tr
   joins_ = waits_ && reaches_quorum_ && !final_try;
   awaits_every_node_ = waits_ && reach_open_ && !final_try;
   // The lease covers the gap until our next attempt refreshes it.
-  const auto lease = 2 * planned_wait_ + duration_cast<milliseconds>(st_.timeout) + lease_slack;
+  const auto lease = line_lease(planned_wait_, st_.timeout);
   lease_ms_ = std::to_string(lease.count());
   next_arrival_ = fresh_arrival();
   // Encoded when a node is first sent the script (call_for): a first

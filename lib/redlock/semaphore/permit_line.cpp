@@ -2,6 +2,7 @@
 
 #include "redlock/semaphore/permit_line.hpp"
 
+#include "redlock/mutex/line_lease.hpp"
 #include "redlock/scripts/scripts.hpp"
 #include "redlock/scripts/semaphore_scripts.hpp"
 #include "redlock/semaphore/semaphore_state.hpp"
@@ -12,35 +13,18 @@
 
 namespace redsync::detail {
 
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-namespace {
-
-// What a lease adds to the wait it covers: scheduling and network delays.
-// A waiter that misses its refresh by more than this (a long pause) is out
-// of the line until its next attempt puts it back at its arrival.
-constexpr milliseconds lease_slack{1000};
-
-std::string wall_clock_us() {
-  return std::to_string(
-      duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
-}  // namespace
 
 permit_line::permit_line(semaphore_state& st, bool waits)
     : st_(st),
       waiter_(waits ? random_value() : std::string()),
-      arrival_(wall_clock_us()),
+      arrival_(line_arrival_now()),
       in_line_(st.eng.size(), false),
       open_(st.eng.size(), false) {}
 
 void permit_line::prepare_attempt(milliseconds until_try, bool final_try) {
   until_try = std::max(until_try, milliseconds::zero());
-  lease_ms_ =
-      std::to_string((2 * until_try + duration_cast<milliseconds>(st_.timeout) + lease_slack).count());
+  lease_ms_ = std::to_string(line_lease(until_try, st_.timeout).count());
   joins_ = !waiter_.empty() && reaches_quorum_ && !final_try;
   undo_ = {};
   std::fill(open_.begin(), open_.end(), false);
