@@ -21,7 +21,8 @@ inline std::string line_arrival_now() {
 // that wait, plus the command timeout and a slack for scheduling and
 // network delays. A waiter that misses its refresh by more than the slack
 // (a long pause) loses its place.
-inline std::chrono::milliseconds line_lease(std::chrono::milliseconds wait, std::chrono::microseconds timeout) {
+inline std::chrono::milliseconds line_lease(std::chrono::milliseconds wait,
+                                            std::chrono::microseconds timeout) {
   using namespace std::chrono;
   constexpr milliseconds slack{1000};
   return 2 * wait + duration_cast<milliseconds>(timeout) + slack;
