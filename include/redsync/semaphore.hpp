@@ -143,11 +143,14 @@ struct acquire_result {
 /// node's, and the call fails with `errc::kind_clash` when it was what stood
 /// in the way at the end (docs/api.md, "A name is one kind at a time").
 ///
-/// Waiting: a blocking `acquire` that is refused waits for the retry delay,
-/// or until releases were announced by a quorum of nodes (pub/sub), and
-/// then tries again. There is no queue: a waiter may be overtaken by later
-/// arrivals any number of times, and no bound on its wait holds beyond
-/// `tries` and its context.
+/// Waiting: a blocking `acquire` that is refused waits in a fair line, in
+/// arrival order (its client's wall clock): a node grants a permit only
+/// while fewer live waiters are ahead of the caller than permits are free.
+/// It tries again when a quorum of nodes woke it (a release wakes the one
+/// waiter it lets in, pub/sub) or after the retry delay, and leaves the line
+/// once confirmed or given up. `try_acquire` never queues: it is behind
+/// every waiter. The line is a fairness aid: at most k holders never depend
+/// on it (docs/api.md, "Waiting: a fair line").
 ///
 /// Thread safety: every call may be made from any thread at once; each
 /// acquisition is its own holder with its own permit.
