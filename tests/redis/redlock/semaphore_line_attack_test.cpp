@@ -141,6 +141,13 @@ pid_t spawn_skewed_waiter(const clock_offset& clock, const std::vector<std::stri
   env_s.push_back("REDSYNC_LINE_CHILD_NAME=" + name);
   env_s.push_back("REDSYNC_LINE_CHILD_URIS=" + joined);
   if (const char* path = std::getenv("PATH")) env_s.push_back(std::string("PATH=") + path);
+  // A sanitizer build's child keeps its runtime's options, and an ASan one
+  // must accept the shim (LD_PRELOAD) ahead of the ASan runtime.
+  std::string asan = "ASAN_OPTIONS=verify_asan_link_order=0";
+  if (const char* a = std::getenv("ASAN_OPTIONS"); a != nullptr && *a != '\0') asan += std::string(":") + a;
+  env_s.push_back(asan);
+  for (const char* v : {"UBSAN_OPTIONS", "TSAN_OPTIONS"})
+    if (const char* value = std::getenv(v)) env_s.push_back(std::string(v) + "=" + value);
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<std::string> args_s{exe, "-sf=*semaphore_line_attack_test.cpp*", "-tc=line attack child*"};
   std::vector<char*> args, env;
