@@ -73,22 +73,40 @@ void lift_permit(cluster& c, const std::string& name) {
     redis_client(c[i]).command({"ZREM", set_key(name), "0:someone-else"});
 }
 
-// A blocking waiter of the k = 1 semaphore in a process of its own, which
-// the test kills with SIGKILL (a crash: no leave, no undo). Forked before
-// the test makes any Redsync (no other thread exists in the parent yet).
-// `retry`: the waiter's retry delay, zero for the default.
-pid_t spawn_waiter(const std::vector<std::string>& uris, const std::string& name,
-                   std::chrono::milliseconds retry) {
+// This test program again, in a process of its own (exec'd: a sanitizer
+// runtime does not support starting threads in a fork of a process that
+// had some), running only the case "line attack child" below: a blocking
+// waiter of the k = 1 semaphore `name` with retry delay `retry` (zero: the
+// default), under `env` (the clock shim's, for a client whose clock is off).
+pid_t spawn_child_waiter(const std::vector<std::string>& env, const std::vector<std::string>& uris,
+                         const std::string& name, std::chrono::milliseconds retry) {
+  std::string joined;
+  for (const auto& u : uris) joined += (joined.empty() ? "" : ",") + u;
+  std::vector<std::string> env_s = env;
+  env_s.push_back("REDSYNC_LINE_CHILD_NAME=" + name);
+  env_s.push_back("REDSYNC_LINE_CHILD_URIS=" + joined);
+  env_s.push_back("REDSYNC_LINE_CHILD_RETRY_MS=" + std::to_string(retry.count()));
+  if (const char* path = std::getenv("PATH")) env_s.push_back(std::string("PATH=") + path);
+  // A sanitizer build's child keeps its runtime's options, and an ASan one
+  // must accept the shim (LD_PRELOAD) ahead of the ASan runtime.
+  std::string asan = "ASAN_OPTIONS=verify_asan_link_order=0";
+  if (const char* a = std::getenv("ASAN_OPTIONS"); a != nullptr && *a != '\0') asan += std::string(":") + a;
+  env_s.push_back(asan);
+  for (const char* v : {"UBSAN_OPTIONS", "TSAN_OPTIONS"})
+    if (const char* value = std::getenv(v)) env_s.push_back(std::string(v) + "=" + value);
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> args_s{exe, "-sf=*semaphore_line_attack_test.cpp*", "-tc=line attack child*"};
+  std::vector<char*> args, envp;
+  for (auto& a : args_s) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  {
-    redsync::Redsync rs(uris, fresh_nodes());
-    redsync::semaphore_options so{.expiry = 10s, .tries = redsync::unlimited_tries};
-    if (retry > 0ms) so.retry_delay = [retry](int) { return retry; };
-    auto s = rs.new_semaphore(name, 1, so);
-    (void)s.acquire(redsync::context::timeout(60s));
+  if (pid == 0) {
+    ::execve(exe.c_str(), args.data(), envp.data());
+    ::_exit(127);
   }
-  ::_exit(0);
+  return pid;
 }
 
 void kill_child(pid_t pid) {
@@ -106,7 +124,7 @@ std::chrono::milliseconds wait_behind_crashed_waiter(std::chrono::milliseconds c
   prime_records(c.uris());
   const auto name = unique_name("sem-line-crash");
   plant_permit(c, name);
-  const pid_t child = spawn_waiter(c.uris(), name, crashed_retry);
+  const pid_t child = spawn_child_waiter({}, c.uris(), name, crashed_retry);
   // In line on every node, and settled into its retry sleep (it looks once
   // more after subscribing).
   const bool joined = wait_until([&] { return line_length_everywhere(c, name, 1); }, 10s);
@@ -128,39 +146,6 @@ std::chrono::milliseconds wait_behind_crashed_waiter(std::chrono::milliseconds c
   MESSAGE("a healthy waiter waited ", waited.count(),
           " ms for a free permit behind a crashed waiter with retry delay ", crashed_retry.count(), " ms");
   return waited;
-}
-
-// This test program again, in a process of its own whose wall clock is
-// `clock` (clock_shim.c, LD_PRELOAD), running only the case "line attack
-// child" below: a client whose clock is off, as a host without NTP.
-pid_t spawn_skewed_waiter(const clock_offset& clock, const std::vector<std::string>& uris,
-                          const std::string& name) {
-  std::string joined;
-  for (const auto& u : uris) joined += (joined.empty() ? "" : ",") + u;
-  std::vector<std::string> env_s = clock.env();
-  env_s.push_back("REDSYNC_LINE_CHILD_NAME=" + name);
-  env_s.push_back("REDSYNC_LINE_CHILD_URIS=" + joined);
-  if (const char* path = std::getenv("PATH")) env_s.push_back(std::string("PATH=") + path);
-  // A sanitizer build's child keeps its runtime's options, and an ASan one
-  // must accept the shim (LD_PRELOAD) ahead of the ASan runtime.
-  std::string asan = "ASAN_OPTIONS=verify_asan_link_order=0";
-  if (const char* a = std::getenv("ASAN_OPTIONS"); a != nullptr && *a != '\0') asan += std::string(":") + a;
-  env_s.push_back(asan);
-  for (const char* v : {"UBSAN_OPTIONS", "TSAN_OPTIONS"})
-    if (const char* value = std::getenv(v)) env_s.push_back(std::string(v) + "=" + value);
-  const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::vector<std::string> args_s{exe, "-sf=*semaphore_line_attack_test.cpp*", "-tc=line attack child*"};
-  std::vector<char*> args, env;
-  for (auto& a : args_s) args.push_back(a.data());
-  args.push_back(nullptr);
-  for (auto& e : env_s) env.push_back(e.data());
-  env.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execve(exe.c_str(), args.data(), env.data());
-    ::_exit(127);
-  }
-  return pid;
 }
 
 void ensure_clock_shim_env() {
@@ -673,9 +658,9 @@ TEST_SUITE("semaphore line attack") {
     CHECK(n0.calls("publish") <= 2 * (n + 1));
   }
 
-  // The child of the next test: a blocking waiter that, once granted, holds
-  // the permit 3 s. Does nothing in a normal run.
-  TEST_CASE("line attack child: a waiter under a moved clock") {
+  // The child of spawn_child_waiter: a blocking waiter that, once granted,
+  // holds the permit 3 s (unless killed first). Does nothing in a normal run.
+  TEST_CASE("line attack child: a waiter in a process of its own") {
     const char* name = std::getenv("REDSYNC_LINE_CHILD_NAME");
     const char* uris_text = std::getenv("REDSYNC_LINE_CHILD_URIS");
     if (name == nullptr || uris_text == nullptr) return;
@@ -683,9 +668,11 @@ TEST_SUITE("semaphore line attack") {
     std::stringstream in(uris_text);
     for (std::string u; std::getline(in, u, ',');) uris.push_back(u);
     redsync::Redsync rs(uris, fresh_nodes());
-    auto s = rs.new_semaphore(
-        name, 1,
-        {.expiry = 10s, .tries = redsync::unlimited_tries, .retry_delay = [](int) { return 100ms; }});
+    redsync::semaphore_options so{.expiry = 10s, .tries = redsync::unlimited_tries};
+    const char* retry_text = std::getenv("REDSYNC_LINE_CHILD_RETRY_MS");
+    const std::chrono::milliseconds retry{retry_text != nullptr ? std::atoll(retry_text) : 100};
+    if (retry > 0ms) so.retry_delay = [retry](int) { return retry; };
+    auto s = rs.new_semaphore(name, 1, so);
     auto r = s.acquire(redsync::context::timeout(15s));
     if (!r.ok()) return;
     std::this_thread::sleep_for(3s);
@@ -717,7 +704,7 @@ TEST_SUITE("semaphore line attack") {
     auto wf = w.acquire_future(redsync::context::timeout(18s));
     REQUIRE(wait_until([&] { return line_length_everywhere(c, name, 1); }, 5s));
     std::this_thread::sleep_for(500ms);
-    const pid_t child = spawn_skewed_waiter(lagging, c.uris(), name);
+    const pid_t child = spawn_child_waiter(lagging.env(), c.uris(), name, 100ms);
     const bool joined = wait_until([&] { return line_length_everywhere(c, name, 2); }, 10s);
     if (joined) {
       const auto line = redis_client(c[0]).command({"ZRANGE", line_key(name), "0", "-1", "WITHSCORES"});
